@@ -1,0 +1,5 @@
+import sys
+
+from bpe.cli import main
+
+sys.exit(main())

@@ -1,0 +1,135 @@
+"""Cutting files into chunks that can be pre-tokenized independently.
+
+A chunk boundary is placed near each multiple of ``chunk_size`` and snapped
+forward to a position where cutting provably changes nothing:
+
+1. the start of the next occurrence of the first special token (a document
+   boundary), unless another special token straddles that position; or, with
+   no such occurrence within reach,
+2. a safe cut of the built-in pattern (``patterns.is_safe_cut``), again not
+   inside a special token.
+
+Files are read in small windows: the whole file is never in memory here.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import BinaryIO, Optional, Sequence
+
+from bpe.patterns import find_safe_cut
+
+WINDOW_BYTES = 1 << 16
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """Bytes ``[start, end)`` of the file at ``path``."""
+
+    path: str
+    start: int
+    end: int
+
+    @property
+    def n_bytes(self) -> int:
+        return self.end - self.start
+
+
+def _read_at(file: BinaryIO, offset: int, n_bytes: int) -> bytes:
+    file.seek(max(offset, 0))
+    return file.read(n_bytes)
+
+
+def _straddles_special(file: BinaryIO, position: int, specials: Sequence[bytes]) -> bool:
+    """Whether an occurrence of any special token starts before ``position`` and ends after it."""
+    longest = max(len(token) for token in specials)
+    window_start = max(position - longest + 1, 0)
+    window = _read_at(file, window_start, 2 * longest)
+    cut = position - window_start
+    for token in specials:
+        found = window.find(token, max(cut - len(token) + 1, 0))
+        while 0 <= found < cut:
+            if found + len(token) > cut:
+                return True
+            found = window.find(token, found + 1)
+    return False
+
+
+def _find_first(file: BinaryIO, needle: bytes, start: int, stop: int) -> int:
+    """The first offset in ``[start, stop)`` where ``needle`` begins, or -1."""
+    position = start
+    while position < stop:
+        window = _read_at(file, position, WINDOW_BYTES + len(needle) - 1)
+        found = window.find(needle)
+        if found >= 0:
+            return position + found if position + found < stop else -1
+        if len(window) < WINDOW_BYTES + len(needle) - 1:
+            return -1
+        position += WINDOW_BYTES
+    return -1
+
+
+def _find_safe_cut(file: BinaryIO, start: int, stop: int, pattern: Optional[str]) -> int:
+    """The first safe pattern cut in ``[start, stop)``, or -1."""
+    position = start
+    while position < stop:
+        # Two bytes of left context and one of right context around each candidate.
+        window = _read_at(file, position - 2, WINDOW_BYTES + 3)
+        base = max(position - 2, 0)
+        cut = find_safe_cut(window, pattern, start=position - base)
+        if cut >= 0:
+            return base + cut if base + cut < stop else -1
+        if len(window) < WINDOW_BYTES + 3:
+            return -1
+        position += WINDOW_BYTES
+    return -1
+
+
+def find_boundary(file: BinaryIO, offset: int, reach: int, special_tokens: Sequence[str],
+                  pattern: Optional[str]) -> int:
+    """The first valid chunk boundary in ``[offset, offset + reach)``, or -1 if none."""
+    specials = [token.encode("utf-8") for token in special_tokens]
+    stop = offset + reach
+    if specials:
+        position = offset
+        while True:
+            found = _find_first(file, specials[0], position, stop)
+            if found < 0:
+                break
+            if not _straddles_special(file, found, specials):
+                return found
+            position = found + 1
+    position = offset
+    while True:
+        found = _find_safe_cut(file, position, stop, pattern)
+        if found < 0:
+            return -1
+        if not specials or not _straddles_special(file, found, specials):
+            return found
+        position = found + 1
+
+
+def plan_chunks(paths: Sequence[str], chunk_size: int, special_tokens: Sequence[str] = (),
+                pattern: Optional[str] = "gpt2") -> list[Chunk]:
+    """Cut each file into chunks of about ``chunk_size`` bytes at valid boundaries.
+
+    Boundaries that snap to the same position are kept once; a file with no
+    valid boundary is one chunk. Empty files give no chunk.
+    """
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
+    chunks = []
+    for path in paths:
+        size = os.path.getsize(path)
+        boundaries = [0]
+        with open(path, "rb") as file:
+            for target in range(chunk_size, size, chunk_size):
+                if target <= boundaries[-1]:
+                    continue   # the previous boundary snapped past this target
+                found = find_boundary(file, target, chunk_size, special_tokens, pattern)
+                if found > boundaries[-1] and found < size:
+                    boundaries.append(found)
+        boundaries.append(size)
+        chunks.extend(Chunk(path, start, end)
+                      for start, end in zip(boundaries, boundaries[1:]) if end > start)
+    return chunks

@@ -1,0 +1,353 @@
+"""Counting pre-tokens: the first stage of training, parallel over file chunks.
+
+Workers read their chunk, split out special tokens, run the pattern and return
+the distinct pre-tokens as flat arrays (``PretokenCounts``), which the parent
+adds up. Counts can be saved, combined across machines and trained on later.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import tempfile
+from collections import Counter
+from typing import Iterable, Mapping, Optional, Sequence, Union
+
+import numpy as np
+import regex
+
+from bpe.chunking import Chunk, plan_chunks
+from bpe.patterns import canonical_pattern, check_special_tokens, compile_pattern, split_special
+
+PathLike = Union[str, "os.PathLike[str]"]
+FORMAT_VERSION = 1
+MIN_CHUNK_BYTES = 1 << 20
+MAX_CHUNK_BYTES = 16 << 20
+_LONE_SURROGATE = regex.compile(r"[\ud800-\udfff]")
+
+
+class PretokenCounts:
+    """Distinct pre-tokens and how often each occurs, as flat numpy arrays.
+
+    Attributes
+    ----------
+    data : uint8 array
+        The pre-tokens' UTF-8 bytes, concatenated.
+    offsets : int64 array of length ``len(self) + 1``
+        Pre-token ``i`` is ``data[offsets[i]:offsets[i + 1]]``.
+    counts : int64 array
+        Occurrences of each pre-token.
+    pattern : str or None
+        The pattern that produced them (a built-in name or a regex).
+
+    >>> counts = PretokenCounts.from_mapping({"low": 5, " lower": 2})
+    >>> counts + counts == PretokenCounts.from_mapping({"low": 10, " lower": 4})
+    True
+    """
+
+    def __init__(self, data, offsets, counts, pattern: Optional[str] = "gpt2"):
+        self.data = np.ascontiguousarray(data, dtype=np.uint8)
+        self.offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        self.counts = np.ascontiguousarray(counts, dtype=np.int64)
+        self.pattern = canonical_pattern(pattern)
+        n = len(self.counts)
+        if self.offsets.shape != (n + 1,):
+            raise ValueError(f"offsets must have {n + 1} entries (one more than counts), "
+                             f"got {self.offsets.shape[0]}")
+        if self.offsets[0] != 0 or self.offsets[-1] != len(self.data) or np.any(np.diff(self.offsets) < 0):
+            raise ValueError("offsets must rise from 0 to len(data)")
+        if n and self.counts.min() < 0:
+            raise ValueError(f"counts must be >= 0; pre-token {int(self.counts.argmin())} "
+                             f"has {int(self.counts.min())}")
+
+    @classmethod
+    def from_mapping(cls, counts: Mapping[Union[str, bytes], int],
+                     pattern: Optional[str] = "gpt2") -> "PretokenCounts":
+        """Build from a mapping of pre-token (str or UTF-8 bytes) to count."""
+        keys = [key.encode("utf-8") if isinstance(key, str) else bytes(key) for key in counts]
+        lengths = np.fromiter((len(key) for key in keys), dtype=np.int64, count=len(keys))
+        offsets = np.zeros(len(keys) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        data = np.frombuffer(b"".join(keys), dtype=np.uint8)
+        values = np.fromiter(counts.values(), dtype=np.int64, count=len(keys))
+        return cls(data, offsets, values, pattern)
+
+    def __len__(self) -> int:
+        return len(self.counts)
+
+    def items(self) -> Iterable[tuple[bytes, int]]:
+        """Each pre-token's bytes with its count."""
+        data = self.data.tobytes()
+        offsets = self.offsets.tolist()
+        return zip((data[a:b] for a, b in zip(offsets, offsets[1:])), self.counts.tolist())
+
+    def to_dict(self) -> dict[bytes, int]:
+        return dict(self.items())
+
+    @property
+    def total(self) -> int:
+        """All pre-token occurrences counted."""
+        return int(self.counts.sum())
+
+    def __add__(self, other: "PretokenCounts") -> "PretokenCounts":
+        if not isinstance(other, PretokenCounts):
+            return NotImplemented
+        return PretokenCounts.sum([self, other])
+
+    @staticmethod
+    def sum(parts: Iterable["PretokenCounts"], pattern: Optional[str] = "gpt2") -> "PretokenCounts":
+        """Add up counts made with the same pattern (``pattern`` if there are none)."""
+        total: dict[bytes, int] = {}
+        patterns = set()
+        for part in parts:
+            patterns.add(part.pattern)
+            get = total.get
+            for key, count in part.items():
+                total[key] = get(key, 0) + count
+        if len(patterns) > 1:
+            raise ValueError(f"cannot add pre-token counts made with different patterns: "
+                             f"{sorted(map(repr, patterns))}")
+        return PretokenCounts.from_mapping(total, patterns.pop() if patterns else pattern)
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, PretokenCounts):
+            return NotImplemented
+        return self.pattern == other.pattern and self.to_dict() == other.to_dict()
+
+    def __repr__(self) -> str:
+        return (f"PretokenCounts({len(self)} distinct pre-tokens, {self.total} in all, "
+                f"pattern={self.pattern!r})")
+
+    def save(self, path: PathLike) -> None:
+        """Write to ``path`` as ``.npz`` (under a temporary name, renamed when complete)."""
+        path = os.fspath(path)
+        directory = os.path.dirname(os.path.abspath(path))
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".npz")
+        try:
+            with os.fdopen(fd, "wb") as file:
+                np.savez(file, format_version=np.int64(FORMAT_VERSION), data=self.data,
+                         offsets=self.offsets, counts=self.counts,
+                         pattern=np.array("" if self.pattern is None else self.pattern),
+                         has_pattern=np.bool_(self.pattern is not None))
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+
+    @classmethod
+    def load(cls, path: PathLike) -> "PretokenCounts":
+        """Read counts written by ``save``; errors name the file and the field at fault."""
+        path = os.fspath(path)
+        try:
+            archive = np.load(path, allow_pickle=False)
+        except FileNotFoundError:
+            raise FileNotFoundError(f"{path}: no such file") from None
+        except (OSError, ValueError) as e:
+            raise ValueError(f"{path}: not a pre-token counts file (.npz): {e}") from None
+        with archive:
+            fields = {}
+            for field in ("format_version", "data", "offsets", "counts", "pattern", "has_pattern"):
+                if field not in archive.files:
+                    raise ValueError(f"{path}: field {field!r} is missing")
+                fields[field] = archive[field]
+        if int(fields["format_version"]) != FORMAT_VERSION:
+            raise ValueError(f"{path}: field 'format_version' is {int(fields['format_version'])}; "
+                             f"this bpe reads version {FORMAT_VERSION}")
+        pattern = str(fields["pattern"]) if bool(fields["has_pattern"]) else None
+        try:
+            return cls(fields["data"], fields["offsets"], fields["counts"], pattern)
+        except ValueError as e:
+            raise ValueError(f"{path}: {e}") from None
+
+
+# --------------------------------------------------------------------------- counting
+
+class CorpusDecodeError(ValueError):
+    """Input bytes that are not valid UTF-8, with the file and byte offset at fault."""
+
+
+def _count_text(text: str, special_tokens: Sequence[str], compiled, counter: Counter) -> None:
+    for segment, _special in split_special(text, special_tokens):
+        if compiled is None:
+            if segment:
+                counter[segment] += 1
+        else:
+            counter.update(compiled.findall(segment))
+
+
+def _decode(raw: bytes, path: str, start: int, errors: str) -> str:
+    try:
+        return raw.decode("utf-8", errors=errors)
+    except UnicodeDecodeError as e:
+        raise CorpusDecodeError(
+            f"{path}: invalid UTF-8 at byte offset {start + e.start} ({e.reason}); "
+            "pass errors='replace' to read such bytes as U+FFFD"
+        ) from None
+
+
+def _count_chunk(task) -> PretokenCounts:
+    chunk, special_tokens, pattern, errors = task
+    with open(chunk.path, "rb") as file:
+        file.seek(chunk.start)
+        raw = file.read(chunk.n_bytes)
+    text = _decode(raw, chunk.path, chunk.start, errors)
+    counter: Counter = Counter()
+    _count_text(text, special_tokens, compile_pattern(pattern), counter)
+    return PretokenCounts.from_mapping(counter, pattern)
+
+
+def _count_texts(task) -> PretokenCounts:
+    texts, special_tokens, pattern, errors = task
+    compiled = compile_pattern(pattern)
+    counter: Counter = Counter()
+    for index, text in texts:
+        if not isinstance(text, str):
+            raise TypeError(f"text {index} is a {type(text).__name__}, not a str")
+        if errors == "replace":
+            text = _LONE_SURROGATE.sub("\ufffd", text)
+        else:
+            match = _LONE_SURROGATE.search(text)
+            if match:
+                raise ValueError(f"text {index}: lone surrogate {match.group()!r} at character "
+                                 f"{match.start()} is not valid Unicode; pass errors='replace' "
+                                 "to read it as U+FFFD")
+        _count_text(text, special_tokens, compiled, counter)
+    return PretokenCounts.from_mapping(counter, pattern)
+
+
+def resolve_workers(num_workers: Optional[int]) -> int:
+    if num_workers is None:
+        try:
+            return max(len(os.sched_getaffinity(0)), 1)
+        except AttributeError:
+            return os.cpu_count() or 1
+    if not isinstance(num_workers, int) or num_workers < 1:
+        raise ValueError(f"num_workers must be a positive int or None, got {num_workers!r}")
+    return num_workers
+
+
+def resolve_paths(input: Union[PathLike, Sequence[PathLike]]) -> list[str]:
+    """A path or a list of paths, each checked to be a readable file."""
+    paths = [input] if isinstance(input, (str, bytes, os.PathLike)) else list(input)
+    resolved = []
+    for path in paths:
+        path = os.fsdecode(path)
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"{path}: no such file")
+        if os.path.isdir(path):
+            raise IsADirectoryError(f"{path}: is a directory, not a text file")
+        resolved.append(path)
+    return resolved
+
+
+def check_errors(errors: str) -> str:
+    if errors not in ("strict", "replace"):
+        raise ValueError(f"errors must be 'strict' or 'replace', got {errors!r}")
+    return errors
+
+
+def _map(function, tasks: list, num_workers: int):
+    """Apply ``function`` to tasks in order, in worker processes when that helps."""
+    if num_workers == 1 or len(tasks) <= 1:
+        yield from map(function, tasks)
+        return
+    with multiprocessing.get_context().Pool(min(num_workers, len(tasks))) as pool:
+        yield from pool.imap(function, tasks)
+
+
+def default_chunk_size(total_bytes: int, num_workers: int) -> int:
+    """Several chunks per worker for balance, each large enough to amortise its start-up."""
+    return int(min(max(total_bytes // (8 * num_workers), MIN_CHUNK_BYTES), MAX_CHUNK_BYTES))
+
+
+def count_pretokens(
+    input: Union[PathLike, Sequence[PathLike]],
+    special_tokens: Sequence[str] = (),
+    *,
+    pattern: Optional[str] = "gpt2",
+    num_workers: Optional[int] = None,
+    errors: str = "strict",
+    progress: bool = False,
+    chunk_size: Optional[int] = None,
+) -> PretokenCounts:
+    """Count the pre-tokens of UTF-8 text files, in parallel over chunks.
+
+    Special tokens are split out first (longest first) and not counted; the
+    pattern runs on the text between them. ``chunk_size`` (bytes) only changes
+    how work is shared: the counts are the same for any value and any
+    ``num_workers``.
+    """
+    paths = resolve_paths(input)
+    special_tokens = check_special_tokens(special_tokens)
+    pattern = canonical_pattern(pattern)
+    errors = check_errors(errors)
+    num_workers = resolve_workers(num_workers)
+    total_bytes = sum(os.path.getsize(path) for path in paths)
+    if chunk_size is None:
+        chunk_size = default_chunk_size(total_bytes, num_workers)
+    chunks = plan_chunks(paths, chunk_size, special_tokens, pattern)
+    tasks = [(chunk, special_tokens, pattern, errors) for chunk in chunks]
+    bar = _progress_bar(progress, total_bytes, "pre-tokenizing", unit="B")
+    try:
+        def counted():
+            for chunk, part in zip(chunks, _map(_count_chunk, tasks, num_workers)):
+                bar.update(chunk.n_bytes)
+                yield part
+        return PretokenCounts.sum(counted(), pattern)
+    finally:
+        bar.close()
+
+
+def count_pretokens_from_iterator(
+    texts: Iterable[str],
+    special_tokens: Sequence[str] = (),
+    *,
+    pattern: Optional[str] = "gpt2",
+    num_workers: Optional[int] = None,
+    errors: str = "strict",
+    progress: bool = False,
+    batch_chars: int = 1 << 20,
+) -> PretokenCounts:
+    """Count the pre-tokens of an iterable of texts; no pre-token spans two texts."""
+    special_tokens = check_special_tokens(special_tokens)
+    pattern = canonical_pattern(pattern)
+    errors = check_errors(errors)
+    num_workers = resolve_workers(num_workers)
+
+    def batches():
+        batch, size = [], 0
+        for index, text in enumerate(texts):
+            batch.append((index, text))
+            size += len(text) if isinstance(text, str) else 0
+            if size >= batch_chars:
+                yield (batch, special_tokens, pattern, errors)
+                batch, size = [], 0
+        if batch:
+            yield (batch, special_tokens, pattern, errors)
+
+    bar = _progress_bar(progress, None, "pre-tokenizing", unit="batch")
+    try:
+        def counted():
+            tasks = batches()
+            if num_workers == 1:
+                results = map(_count_texts, tasks)
+            else:
+                pool = multiprocessing.get_context().Pool(num_workers)
+                results = _closing_imap(pool, tasks)
+            for part in results:
+                yield part
+                bar.update(1)
+        return PretokenCounts.sum(counted(), pattern)
+    finally:
+        bar.close()
+
+
+def _closing_imap(pool, tasks):
+    with pool:
+        yield from pool.imap(_count_texts, tasks)
+
+
+def _progress_bar(enabled: bool, total, description: str, unit: str):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=description, unit=unit, unit_scale=True, disable=not enabled)

@@ -1,0 +1,48 @@
+import os
+import random
+
+import pytest
+
+import bpe
+
+SHAKESPEARE = os.path.join(os.path.dirname(bpe.__file__), "data", "tinyshakespeare.txt")
+
+# Alphabets chosen so that random text has many pairs with equal counts (ties),
+# and covers multi-byte UTF-8: CJK, emoji (with a ZWJ sequence), combining marks.
+TIE_ALPHABET = ["a", "b", "c", " ", "ab", "ba", "\n", "'s", "1", "22", ".", "!"]
+UNICODE_ALPHABET = ["é", "e\u0301", "日本", "語", "👍", "👨\u200d👩\u200d👧", "ß", "\u00a0", "Ω", "٣", "\t"]
+
+
+def random_corpus(seed: int, n_words: int = 400, unicode: bool = True,
+                  special: str | None = None) -> str:
+    """Random text with many tied pair counts; ``special`` is sprinkled in as a separator."""
+    rng = random.Random(seed)
+    alphabet = TIE_ALPHABET + (UNICODE_ALPHABET if unicode else [])
+    pieces = []
+    for _ in range(n_words):
+        pieces.append("".join(rng.choice(alphabet) for _ in range(rng.randint(1, 6))))
+        pieces.append(rng.choice([" ", " ", "\n", "", "  "]))
+        if special and rng.random() < 0.05:
+            pieces.append(special)
+    return "".join(pieces)
+
+
+@pytest.fixture
+def shakespeare_path():
+    return SHAKESPEARE
+
+
+@pytest.fixture
+def write_text(tmp_path):
+    """Write text (or bytes) to a fresh file and return its path."""
+    counter = [0]
+
+    def write(content, name=None):
+        counter[0] += 1
+        path = tmp_path / (name or f"corpus{counter[0]}.txt")
+        if isinstance(content, str):
+            content = content.encode("utf-8")
+        path.write_bytes(content)
+        return str(path)
+
+    return write

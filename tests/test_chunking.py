@@ -1,0 +1,91 @@
+"""Chunk boundaries never change what is counted."""
+import hypothesis.strategies as st
+from hypothesis import given, settings
+
+import bpe
+from bpe import pure
+from bpe.chunking import plan_chunks
+from bpe.patterns import find_safe_cut, is_safe_cut, pretokenize
+
+from conftest import TIE_ALPHABET, UNICODE_ALPHABET
+
+pieces = st.sampled_from(TIE_ALPHABET + UNICODE_ALPHABET + [
+    "\n", "\n\n", "\r\n", " \n", "\nA", "\n1", "x\n", ".\n", "'\n", "/\n", "'s", "'S",
+    "\n/", "  ", "\u3000", "\u2028", "A", "Z9", ":\n",
+])
+texts = st.lists(pieces, max_size=60).map("".join)
+
+
+def safe_cuts(text: str, pattern: str) -> list[int]:
+    data = text.encode("utf-8")
+    return [p for p in range(len(data) + 1) if is_safe_cut(data[:p], data[p:p + 1], pattern)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts)
+def test_safe_cuts_do_not_change_pretokens(text):
+    data = text.encode("utf-8")
+    for pattern in ("gpt2", "cl100k", "o200k"):
+        whole = pretokenize(text, pattern)
+        for cut in safe_cuts(text, pattern):
+            left, right = data[:cut].decode("utf-8"), data[cut:].decode("utf-8")
+            assert pretokenize(left, pattern) + pretokenize(right, pattern) == whole, (pattern, cut)
+
+
+def test_the_rule_is_not_vacuous():
+    # The property above must see cuts, and unsafe neighbours of them must differ.
+    text = "Hello.\nWorld\n\nagain x\nyes"
+    assert safe_cuts(text, "gpt2") == [7, 22]
+    # Cutting inside a whitespace run changes gpt2's pre-tokens: the rule refuses it.
+    text = "a\n\n x"
+    assert pretokenize(text, "gpt2") == ["a", "\n\n", " x"]
+    assert pretokenize(text[:2], "gpt2") + pretokenize(text[2:], "gpt2") == ["a", "\n", "\n", " x"]
+    assert safe_cuts(text, "gpt2") == []
+
+
+def test_custom_patterns_and_none_have_no_safe_cut():
+    assert find_safe_cut(b"ab.\nword", "gpt2") == 4
+    assert find_safe_cut(b"ab.\nword", r"\w+") == -1
+    assert find_safe_cut(b"ab.\nword", None) == -1
+
+
+def test_boundaries_snap_to_special_tokens_and_never_split_one(write_text):
+    eot = "<|endoftext|>"
+    double = eot + eot
+    text = ("doc one\n" + double + "doc two " * 30 + eot + "tail") * 20
+    path = write_text(text)
+    data = text.encode()
+    doubles = [i for i in range(len(data)) if data.startswith(double.encode(), i)]
+    for chunk_size in (5, 50, 333):
+        chunks = plan_chunks([path], chunk_size, [eot, double], "gpt2")
+        assert chunks[0].start == 0 and chunks[-1].end == len(data)
+        for before, after in zip(chunks, chunks[1:]):
+            assert before.end == after.start
+            assert data[after.start:].startswith(eot.encode())
+            # Never between the two halves of the longer special token.
+            assert not any(start < after.start < start + len(double)
+                           for start in doubles), after.start
+
+
+def test_boundaries_without_special_tokens_are_safe_cuts(write_text):
+    text = "First line.\nSecond line\n" * 200
+    path = write_text(text)
+    data = text.encode()
+    chunks = plan_chunks([path], 100, [], "gpt2")
+    assert len(chunks) > 10
+    for chunk in chunks[1:]:
+        assert is_safe_cut(data[:chunk.start], data[chunk.start:chunk.start + 1], "gpt2")
+    # A custom pattern without special tokens cannot be cut: one chunk.
+    assert len(plan_chunks([path], 100, [], r"\S+")) == 1
+
+
+def test_counts_identical_for_any_chunk_size_and_workers(write_text):
+    text = ("Alpha beta.\ngamma <|endoftext|>delta\n\n  epsilon 123\n" * 300)
+    path = write_text(text)
+    reference = bpe.count_pretokens(path, ["<|endoftext|>"], num_workers=1, chunk_size=1 << 30)
+    for chunk_size in (7, 64, 1000):
+        for num_workers in (1, 2):
+            counts = bpe.count_pretokens(path, ["<|endoftext|>"], num_workers=num_workers,
+                                         chunk_size=chunk_size)
+            assert counts == reference
+    assert reference.to_dict() == dict(pure.count_pretokens([text], ["<|endoftext|>"]))
