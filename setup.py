@@ -16,7 +16,6 @@ directives = {
     "boundscheck": DEBUG,
     "wraparound": DEBUG,
     "initializedcheck": DEBUG,
-    "nonecheck": DEBUG,
     "cdivision": True,
     "embedsignature": True,
 }
