@@ -68,11 +68,19 @@ def compile_pattern(pattern: Optional[str]):
 def pretokenize(text: str, pattern: Optional[str] = "gpt2") -> list[str]:
     """Split ``text`` into pre-tokens: exactly ``regex.findall(pattern, text)``.
 
-    ``pattern=None`` keeps the text whole (one pre-token, none if empty).
+    Built-in patterns use the native scanners (``bpe/_pretok.pyx``), custom ones
+    ``regex``. ``pattern=None`` keeps the text whole (one pre-token, none if empty).
 
     >>> pretokenize("Hello world's  end")
     ['Hello', ' world', "'s", ' ', ' end']
     """
+    native = native_pattern_id(pattern)
+    if native is not None:
+        from bpe import _pretok
+
+        data = text.encode("utf-8", "surrogatepass")
+        offsets = _pretok.split_offsets(data, native).tolist()
+        return [data[a:b].decode("utf-8", "surrogatepass") for a, b in zip(offsets, offsets[1:])]
     compiled = compile_pattern(pattern)
     if compiled is None:
         return [text] if text else []
@@ -99,15 +107,30 @@ def check_special_tokens(special_tokens: Sequence[str]) -> list[str]:
     return tokens
 
 
-def special_regex(special_tokens: Sequence[str]):
+def special_regex(special_tokens: Sequence[str], as_bytes: bool = False):
     """A regex matching any of ``special_tokens``, the longest first where they overlap.
 
+    With ``as_bytes`` it matches their UTF-8 bytes in UTF-8 text, at the same
+    places: a valid UTF-8 string can only match at character boundaries.
     None when there are no special tokens.
     """
     if not special_tokens:
         return None
     ordered = sorted(special_tokens, key=len, reverse=True)
+    if as_bytes:
+        return regex.compile(b"|".join(regex.escape(token.encode("utf-8")) for token in ordered))
     return regex.compile("|".join(regex.escape(token) for token in ordered))
+
+
+def native_pattern_id(pattern: Optional[str]) -> Optional[int]:
+    """The native scanner's id for a built-in pattern (tables installed), else None."""
+    pattern = canonical_pattern(pattern)
+    if pattern not in PATTERNS:
+        return None
+    from bpe import _pretok, unicode
+
+    unicode.install()
+    return _pretok.PATTERN_IDS[pattern]
 
 
 def split_special(text: str, special_tokens: Sequence[str]) -> Iterator[tuple[str, Optional[str]]]:

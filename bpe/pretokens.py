@@ -16,7 +16,9 @@ import numpy as np
 import regex
 
 from bpe.chunking import Chunk, plan_chunks
-from bpe.patterns import canonical_pattern, check_special_tokens, compile_pattern, split_special
+from bpe._pretok import Interner
+from bpe.patterns import (canonical_pattern, check_special_tokens, compile_pattern,
+                          native_pattern_id, special_regex, split_special)
 
 PathLike = Union[str, "os.PathLike[str]"]
 FORMAT_VERSION = 1
@@ -96,17 +98,15 @@ class PretokenCounts:
     @staticmethod
     def sum(parts: Iterable["PretokenCounts"], pattern: Optional[str] = "gpt2") -> "PretokenCounts":
         """Add up counts made with the same pattern (``pattern`` if there are none)."""
-        total: dict[bytes, int] = {}
+        interner = Interner()
         patterns = set()
         for part in parts:
             patterns.add(part.pattern)
-            get = total.get
-            for key, count in part.items():
-                total[key] = get(key, 0) + count
+            interner.add_arrays(part.data, part.offsets, part.counts)
         if len(patterns) > 1:
             raise ValueError(f"cannot add pre-token counts made with different patterns: "
                              f"{sorted(map(repr, patterns))}")
-        return PretokenCounts.from_mapping(total, patterns.pop() if patterns else pattern)
+        return PretokenCounts(*interner.arrays(), patterns.pop() if patterns else pattern)
 
     def __eq__(self, other) -> bool:
         if not isinstance(other, PretokenCounts):
@@ -166,23 +166,49 @@ class CorpusDecodeError(ValueError):
     """Input bytes that are not valid UTF-8, with the file and byte offset at fault."""
 
 
-def _count_text(text: str, special_tokens: Sequence[str], compiled, counter: Counter) -> None:
-    for segment, _special in split_special(text, special_tokens):
-        if compiled is None:
-            if segment:
-                counter[segment] += 1
-        else:
-            counter.update(compiled.findall(segment))
+def _count_utf8(texts: Sequence[bytes], special_tokens: Sequence[str],
+                pattern: Optional[str]) -> PretokenCounts:
+    """Count the pre-tokens of valid UTF-8 texts (no pre-token spans two texts).
+
+    Built-in patterns run the native scanner straight into a C interner; custom
+    patterns and ``None`` go through ``regex`` and a Counter.
+    """
+    native = native_pattern_id(pattern)
+    if native is None:
+        compiled = compile_pattern(pattern)
+        counter: Counter = Counter()
+        for data in texts:
+            text = data.decode("utf-8", "surrogatepass")
+            for segment, _special in split_special(text, special_tokens):
+                if compiled is None:
+                    if segment:
+                        counter[segment] += 1
+                else:
+                    counter.update(compiled.findall(segment))
+        return PretokenCounts.from_mapping(
+            {key.encode("utf-8", "surrogatepass"): count for key, count in counter.items()}, pattern)
+    interner = Interner()
+    matcher = special_regex(special_tokens, as_bytes=True)
+    for data in texts:
+        start = 0
+        if matcher is not None:
+            for match in matcher.finditer(data):
+                interner.count(data, native, start, match.start())
+                start = match.end()
+        interner.count(data, native, start, len(data))
+    return PretokenCounts(*interner.arrays(), pattern)
 
 
-def _decode(raw: bytes, path: str, start: int, errors: str) -> str:
+def _valid_utf8(raw: bytes, path: str, start: int, errors: str) -> bytes:
+    """``raw`` checked to be UTF-8; with errors="replace", invalid bytes become U+FFFD."""
     try:
-        return raw.decode("utf-8", errors=errors)
+        text = raw.decode("utf-8", errors=errors)
     except UnicodeDecodeError as e:
         raise CorpusDecodeError(
             f"{path}: invalid UTF-8 at byte offset {start + e.start} ({e.reason}); "
             "pass errors='replace' to read such bytes as U+FFFD"
         ) from None
+    return raw if errors == "strict" else text.encode("utf-8")
 
 
 def _count_chunk(task) -> PretokenCounts:
@@ -190,16 +216,12 @@ def _count_chunk(task) -> PretokenCounts:
     with open(chunk.path, "rb") as file:
         file.seek(chunk.start)
         raw = file.read(chunk.n_bytes)
-    text = _decode(raw, chunk.path, chunk.start, errors)
-    counter: Counter = Counter()
-    _count_text(text, special_tokens, compile_pattern(pattern), counter)
-    return PretokenCounts.from_mapping(counter, pattern)
+    return _count_utf8([_valid_utf8(raw, chunk.path, chunk.start, errors)], special_tokens, pattern)
 
 
 def _count_texts(task) -> PretokenCounts:
     texts, special_tokens, pattern, errors = task
-    compiled = compile_pattern(pattern)
-    counter: Counter = Counter()
+    encoded = []
     for index, text in texts:
         if not isinstance(text, str):
             raise TypeError(f"text {index} is a {type(text).__name__}, not a str")
@@ -211,8 +233,8 @@ def _count_texts(task) -> PretokenCounts:
                 raise ValueError(f"text {index}: lone surrogate {match.group()!r} at character "
                                  f"{match.start()} is not valid Unicode; pass errors='replace' "
                                  "to read it as U+FFFD")
-        _count_text(text, special_tokens, compiled, counter)
-    return PretokenCounts.from_mapping(counter, pattern)
+        encoded.append(text.encode("utf-8"))
+    return _count_utf8(encoded, special_tokens, pattern)
 
 
 def resolve_workers(num_workers: Optional[int]) -> int:

@@ -1,0 +1,51 @@
+"""Run a command and measure its wall time and the peak RSS of its whole process tree."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import psutil
+
+SAMPLE_SECONDS = 0.02
+
+
+def tree_rss(process: psutil.Process) -> int:
+    """Resident bytes of a process and all its descendants."""
+    total = 0
+    try:
+        processes = [process] + process.children(recursive=True)
+    except psutil.NoSuchProcess:
+        return 0
+    for p in processes:
+        try:
+            total += p.memory_info().rss
+        except psutil.NoSuchProcess:
+            pass
+    return total
+
+
+def run_measured(argv: list[str], timeout: float = 1800) -> dict:
+    """Run ``argv`` (which prints one JSON object last) and add wall seconds and peak tree RSS."""
+    start = time.perf_counter()
+    child = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+    process = psutil.Process(child.pid)
+    peak = 0
+    while child.poll() is None:
+        peak = max(peak, tree_rss(process))
+        time.sleep(SAMPLE_SECONDS)
+        if time.perf_counter() - start > timeout:
+            child.kill()
+            raise TimeoutError(f"{argv} took over {timeout} s")
+    out = child.stdout.read()
+    if child.returncode != 0:
+        raise RuntimeError(f"{argv} failed with exit code {child.returncode}")
+    result = json.loads(out.strip().splitlines()[-1])
+    result["process_seconds"] = time.perf_counter() - start
+    result["peak_rss_mib"] = peak / 2**20
+    return result
+
+
+if __name__ == "__main__":
+    print(run_measured(sys.argv[1:]))

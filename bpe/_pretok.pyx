@@ -1,0 +1,552 @@
+"""Native pre-tokenizers for the built-in patterns, over UTF-8 bytes, and a pre-token interner.
+
+Why
+---
+With the ``regex`` module pre-tokenization runs at ~8 MB/s per core and makes a
+Python str per pre-token; it is most of training's time. These scanners walk the
+UTF-8 bytes once, look each code point up in a class table and decide where
+each pre-token ends exactly as ``regex`` would for that pattern — including the
+backtracking the patterns imply. Pre-tokens go straight into a C hash table
+(``Interner``) keyed by their bytes, with no Python object per pre-token.
+
+The class table is built from the running ``regex`` module (``bpe.unicode``),
+so the scanners' idea of a letter, number or whitespace is the regex's own;
+``tests/test_native_pretok.py`` checks every code point in context.
+
+Input must be valid UTF-8 (the callers decode it first, which validates it).
+
+The patterns, branch by branch (``i`` the start, ``c`` the code point there)
+-------------------------------------------------------------------------------
+gpt2    ``'(?:[sdmt]|ll|ve|re)| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+``
+cl100k  ``'(?i:[sdmt]|ll|ve|re)|[^\\r\\n\\p{L}\\p{N}]?+\\p{L}++|\\p{N}{1,3}+| ?[^\\s\\p{L}\\p{N}]++[\\r\\n]*+|\\s++$|\\s*[\\r\\n]|\\s+(?!\\S)|\\s``
+o200k   ``P?U*W+C?|P?U+W*C?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+``
+        with P = ``[^\\r\\n\\p{L}\\p{N}]``, U = ``[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]``,
+        W = ``[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]``, C the case-insensitive contractions.
+
+Whitespace runs: ``\\s+(?!\\S)`` before a non-space takes the run but its last
+character (which then starts the next pre-token), and fails on a run of one;
+``\\s*[\\r\\n]`` ends after the run's last CR or LF; ``\\s++$`` takes a run that
+reaches the end. In o200k, ``P?U*W+`` backtracks: U* gives characters back until
+W+ can start, and the optional P is dropped if nothing matches with it.
+"""
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memcmp, memcpy
+
+import numpy as np
+
+cdef enum:
+    LETTER = 1       # \p{L}
+    NUMBER = 2       # \p{N}
+    SPACE = 4        # \s
+    UPPERISH = 8     # [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]
+    LOWERISH = 16    # [\p{Ll}\p{Lm}\p{Lo}\p{M}]
+
+cdef enum:
+    PATTERN_GPT2 = 0
+    PATTERN_CL100K = 1
+    PATTERN_O200K = 2
+
+PATTERN_IDS = {"gpt2": PATTERN_GPT2, "cl100k": PATTERN_CL100K, "o200k": PATTERN_O200K}
+
+# The tables, owned by numpy arrays kept alive in _tables.
+cdef const uint8_t* CLASS = NULL        # class bits by code point, 0x110000 entries
+cdef const uint8_t* FOLD = NULL         # case-folded ASCII letter by code point, or 0
+_tables = None
+
+
+def install_tables(classes, fold):
+    """Install the class and fold tables (uint8, one entry per code point)."""
+    global CLASS, FOLD, _tables
+    classes = np.ascontiguousarray(classes, dtype=np.uint8)
+    fold = np.ascontiguousarray(fold, dtype=np.uint8)
+    if classes.shape != (0x110000,) or fold.shape != (0x110000,):
+        raise ValueError("tables must have one entry per code point (0x110000)")
+    cdef const uint8_t[::1] class_view = classes
+    cdef const uint8_t[::1] fold_view = fold
+    _tables = (classes, fold)
+    CLASS = &class_view[0]
+    FOLD = &fold_view[0]
+
+
+def tables_installed():
+    return CLASS != NULL
+
+
+# --------------------------------------------------------------------------- UTF-8 helpers
+
+cdef inline uint32_t code_point(const uint8_t* s, Py_ssize_t i, Py_ssize_t* next_i) noexcept nogil:
+    """The code point starting at byte ``i`` (valid UTF-8 assumed); sets the next start."""
+    cdef uint8_t b = s[i]
+    if b < 0x80:
+        next_i[0] = i + 1
+        return b
+    if b < 0xE0:
+        next_i[0] = i + 2
+        return ((b & 0x1F) << 6) | (s[i + 1] & 0x3F)
+    if b < 0xF0:
+        next_i[0] = i + 3
+        return ((b & 0x0F) << 12) | ((s[i + 1] & 0x3F) << 6) | (s[i + 2] & 0x3F)
+    next_i[0] = i + 4
+    return ((b & 0x07) << 18) | ((s[i + 1] & 0x3F) << 12) | ((s[i + 2] & 0x3F) << 6) | (s[i + 3] & 0x3F)
+
+
+cdef inline uint8_t class_at(const uint8_t* s, Py_ssize_t i, Py_ssize_t* next_i) noexcept nogil:
+    return CLASS[code_point(s, i, next_i)]
+
+
+cdef inline Py_ssize_t previous_start(const uint8_t* s, Py_ssize_t i) noexcept nogil:
+    """The start of the code point that ends at byte ``i``."""
+    i -= 1
+    while (s[i] & 0xC0) == 0x80:
+        i -= 1
+    return i
+
+
+cdef inline Py_ssize_t run_with(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, uint8_t mask) noexcept nogil:
+    """The end of the run of code points from ``i`` whose class has a bit of ``mask``."""
+    cdef Py_ssize_t j
+    while i < n:
+        if s[i] < 0x80:
+            if not (CLASS[s[i]] & mask):
+                break
+            i += 1
+        else:
+            if not (class_at(s, i, &j) & mask):
+                break
+            i = j
+    return i
+
+
+cdef inline Py_ssize_t run_other(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
+    """The end of the run of [^\\s\\p{L}\\p{N}] from ``i``."""
+    cdef Py_ssize_t j
+    while i < n:
+        if s[i] < 0x80:
+            if CLASS[s[i]] & (LETTER | NUMBER | SPACE):
+                break
+            i += 1
+        else:
+            if class_at(s, i, &j) & (LETTER | NUMBER | SPACE):
+                break
+            i = j
+    return i
+
+
+cdef inline Py_ssize_t run_numbers(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, int at_most) noexcept nogil:
+    """The end of at most ``at_most`` \\p{N} code points from ``i``."""
+    cdef Py_ssize_t j
+    cdef int taken = 0
+    while i < n and taken < at_most:
+        if not (class_at(s, i, &j) & NUMBER):
+            break
+        i = j
+        taken += 1
+    return i
+
+
+cdef inline Py_ssize_t run_bytes(const uint8_t* s, Py_ssize_t i, Py_ssize_t n,
+                                 bint slash) noexcept nogil:
+    """The end of the run of CR and LF (and '/' if ``slash``) bytes from ``i``."""
+    while i < n and (s[i] == 13 or s[i] == 10 or (slash and s[i] == 47)):
+        i += 1
+    return i
+
+
+cdef inline uint8_t folded(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, bint ignore_case,
+                           Py_ssize_t* next_i) noexcept nogil:
+    """The ASCII letter at ``i`` (case-folded if ``ignore_case``), or 0."""
+    cdef uint32_t cp
+    if i >= n:
+        return 0
+    cp = code_point(s, i, next_i)
+    if ignore_case:
+        return FOLD[cp]
+    return <uint8_t>cp if 97 <= cp <= 122 else 0
+
+
+cdef inline Py_ssize_t contraction(const uint8_t* s, Py_ssize_t i, Py_ssize_t n,
+                                   bint ignore_case) noexcept nogil:
+    """The end of '(?:s|d|m|t|ll|ve|re) at ``i`` (s[i] == "'"), or -1."""
+    cdef Py_ssize_t j, k
+    cdef uint8_t first = folded(s, i + 1, n, ignore_case, &j)
+    cdef uint8_t second
+    if first == c"s" or first == c"d" or first == c"m" or first == c"t":
+        return j
+    if first == c"l" or first == c"v" or first == c"r":
+        second = folded(s, j, n, ignore_case, &k)
+        if (first == c"l" and second == c"l") or (first != c"l" and second == c"e"):
+            return k
+    return -1
+
+
+cdef inline Py_ssize_t whitespace(const uint8_t* s, Py_ssize_t i, Py_ssize_t n,
+                                  Py_ssize_t* last_start, Py_ssize_t* last_newline_end) noexcept nogil:
+    """The end of the \\s run from ``i``; also where its last code point starts and
+    where its last CR or LF ends (-1 if none)."""
+    cdef Py_ssize_t j
+    last_newline_end[0] = -1
+    last_start[0] = i
+    while i < n:
+        if not (class_at(s, i, &j) & SPACE):
+            break
+        if s[i] == 13 or s[i] == 10:
+            last_newline_end[0] = j
+        last_start[0] = i
+        i = j
+    return i
+
+
+# --------------------------------------------------------------------------- the scanners
+
+cdef Py_ssize_t next_gpt2(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t j, k, end, last_start, last_newline_end
+    cdef uint8_t c = class_at(s, i, &j)
+    cdef uint8_t c2
+    if s[i] == 39:
+        end = contraction(s, i, n, False)
+        if end > 0:
+            return end
+    if s[i] == 32 and j < n:
+        c2 = class_at(s, j, &k)
+        if c2 & LETTER:
+            return run_with(s, k, n, LETTER)
+        if c2 & NUMBER:
+            return run_with(s, k, n, NUMBER)
+        if not (c2 & SPACE):
+            return run_other(s, k, n)
+    if c & LETTER:
+        return run_with(s, j, n, LETTER)
+    if c & NUMBER:
+        return run_with(s, j, n, NUMBER)
+    if not (c & SPACE):
+        return run_other(s, j, n)
+    end = whitespace(s, i, n, &last_start, &last_newline_end)
+    if end == n or last_start == i:
+        return end                # \s+(?!\S) to the end, or \s+ for a run of one
+    return last_start             # \s+(?!\S): leave the last space to the next pre-token
+
+
+cdef Py_ssize_t next_cl100k(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t j, k, end, last_start, last_newline_end
+    cdef uint8_t c = class_at(s, i, &j)
+    cdef uint8_t c2
+    if s[i] == 39:
+        end = contraction(s, i, n, True)
+        if end > 0:
+            return end
+    if c & LETTER:
+        return run_with(s, j, n, LETTER)
+    if not (c & NUMBER) and s[i] != 13 and s[i] != 10 and j < n:
+        # [^\r\n\p{L}\p{N}]?+\p{L}++ with the optional prefix taken
+        if class_at(s, j, &k) & LETTER:
+            return run_with(s, k, n, LETTER)
+    if c & NUMBER:
+        return run_numbers(s, i, n, 3)
+    if s[i] == 32 and j < n:
+        c2 = class_at(s, j, &k)
+        if not (c2 & (LETTER | NUMBER | SPACE)):
+            return run_bytes(s, run_other(s, k, n), n, False)
+    if not (c & SPACE):
+        return run_bytes(s, run_other(s, j, n), n, False)
+    end = whitespace(s, i, n, &last_start, &last_newline_end)
+    if end == n:
+        return n                  # \s++$
+    if last_newline_end > 0:
+        return last_newline_end   # \s*[\r\n]
+    if last_start != i:
+        return last_start         # \s+(?!\S)
+    return j                      # \s
+
+
+cdef inline Py_ssize_t upper_then_lower(const uint8_t* s, Py_ssize_t p, Py_ssize_t n) noexcept nogil:
+    """U*W+ at ``p`` as a backtracking regex matches it: the end, or -1."""
+    cdef Py_ssize_t q = run_with(s, p, n, UPPERISH)
+    cdef Py_ssize_t k = q
+    cdef Py_ssize_t j
+    while True:
+        # U* holds [p, k); W+ must start at k.
+        if k < n and (class_at(s, k, &j) & LOWERISH):
+            return run_with(s, j, n, LOWERISH)
+        if k == p:
+            return -1
+        k = previous_start(s, k)
+
+
+cdef inline Py_ssize_t upper_plus_lower(const uint8_t* s, Py_ssize_t p, Py_ssize_t n) noexcept nogil:
+    """U+W* at ``p``: the end, or -1."""
+    cdef Py_ssize_t j
+    if p >= n or not (class_at(s, p, &j) & UPPERISH):
+        return -1
+    return run_with(s, run_with(s, j, n, UPPERISH), n, LOWERISH)
+
+
+cdef inline Py_ssize_t with_contraction(const uint8_t* s, Py_ssize_t end, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t longer
+    if end < n and s[end] == 39:
+        longer = contraction(s, end, n, True)
+        if longer > 0:
+            return longer
+    return end
+
+
+cdef Py_ssize_t next_o200k(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t j, k, end, last_start, last_newline_end
+    cdef uint8_t c = class_at(s, i, &j)
+    cdef uint8_t c2
+    cdef bint prefix = not (c & (LETTER | NUMBER)) and s[i] != 13 and s[i] != 10
+    # P?U*W+C?, then P?U+W*C?; each first with the optional prefix P, then without.
+    if prefix:
+        end = upper_then_lower(s, j, n)
+        if end >= 0:
+            return with_contraction(s, end, n)
+    end = upper_then_lower(s, i, n)
+    if end >= 0:
+        return with_contraction(s, end, n)
+    if prefix:
+        end = upper_plus_lower(s, j, n)
+        if end >= 0:
+            return with_contraction(s, end, n)
+    end = upper_plus_lower(s, i, n)
+    if end >= 0:
+        return with_contraction(s, end, n)
+    if c & NUMBER:
+        return run_numbers(s, i, n, 3)
+    if s[i] == 32 and j < n:
+        c2 = class_at(s, j, &k)
+        if not (c2 & (LETTER | NUMBER | SPACE)):
+            return run_bytes(s, run_other(s, k, n), n, True)
+    if not (c & SPACE):
+        return run_bytes(s, run_other(s, j, n), n, True)
+    end = whitespace(s, i, n, &last_start, &last_newline_end)
+    if last_newline_end > 0:
+        return last_newline_end   # \s*[\r\n]+
+    if end == n or last_start == i:
+        return end                # \s+(?!\S) to the end, or \s+
+    return last_start             # \s+(?!\S)
+
+
+cdef inline Py_ssize_t next_pretoken(int pattern, const uint8_t* s, Py_ssize_t i,
+                                     Py_ssize_t n) noexcept nogil:
+    if pattern == PATTERN_GPT2:
+        return next_gpt2(s, i, n)
+    if pattern == PATTERN_CL100K:
+        return next_cl100k(s, i, n)
+    return next_o200k(s, i, n)
+
+
+cdef int check_pattern(int pattern) except -1:
+    if CLASS == NULL:
+        raise RuntimeError("bpe._pretok tables are not installed (import bpe.unicode first)")
+    if pattern not in (PATTERN_GPT2, PATTERN_CL100K, PATTERN_O200K):
+        raise ValueError(f"unknown native pattern id {pattern}")
+    return 0
+
+
+def split_offsets(const uint8_t[::1] data, int pattern):
+    """The byte offsets where pre-tokens start, plus ``len(data)``: an int64 array.
+
+    >>> # after bpe.unicode.install(): split_offsets(b"Hi  there", 0) -> [0, 2, 3, 9]
+    """
+    check_pattern(pattern)
+    cdef Py_ssize_t n = data.shape[0]
+    out = np.empty(n + 1, dtype=np.int64)
+    cdef int64_t[::1] offsets = out
+    cdef Py_ssize_t i = 0
+    cdef Py_ssize_t count = 0
+    cdef const uint8_t* s = &data[0] if n > 0 else NULL
+    with nogil:
+        while i < n:
+            offsets[count] = i
+            count += 1
+            i = next_pretoken(pattern, s, i, n)
+        offsets[count] = n
+    return out[:count + 1].copy()
+
+
+# --------------------------------------------------------------------------- the interner
+
+cdef inline uint64_t hash_bytes(const uint8_t* s, Py_ssize_t n) noexcept nogil:
+    """FNV-1a, 64-bit: short keys (pre-tokens average a few bytes) hash fast enough."""
+    cdef uint64_t h = 14695981039346656037ULL
+    cdef Py_ssize_t i
+    for i in range(n):
+        h = (h ^ s[i]) * 1099511628211ULL
+    return h
+
+
+cdef class Interner:
+    """Distinct byte strings with counts, in flat arrays, behind an open-addressing table.
+
+    Add pre-tokens by scanning text (``count``), or whole ``PretokenCounts``
+    arrays (``add_arrays``); read the result with ``arrays()``.
+    """
+    cdef:
+        uint8_t* data
+        int64_t data_size
+        int64_t data_capacity
+        int64_t* starts        # entry e is data[starts[e]:starts[e + 1]]
+        int64_t* counts
+        uint64_t* hashes
+        int64_t n_entries
+        int64_t entry_capacity
+        int64_t* slots         # entry index, or -1
+        int64_t mask
+
+    def __cinit__(self):
+        self.mask = (1 << 16) - 1
+        self.slots = <int64_t*>malloc((self.mask + 1) * sizeof(int64_t))
+        self.entry_capacity = 1 << 15
+        self.starts = <int64_t*>malloc((self.entry_capacity + 1) * sizeof(int64_t))
+        self.counts = <int64_t*>malloc(self.entry_capacity * sizeof(int64_t))
+        self.hashes = <uint64_t*>malloc(self.entry_capacity * sizeof(uint64_t))
+        self.data_capacity = 1 << 18
+        self.data = <uint8_t*>malloc(self.data_capacity)
+        if (self.slots == NULL or self.starts == NULL or self.counts == NULL
+                or self.hashes == NULL or self.data == NULL):
+            raise MemoryError()
+        cdef int64_t i
+        for i in range(self.mask + 1):
+            self.slots[i] = -1
+        self.starts[0] = 0
+
+    def __dealloc__(self):
+        free(self.slots)
+        free(self.starts)
+        free(self.counts)
+        free(self.hashes)
+        free(self.data)
+
+    def __len__(self):
+        return self.n_entries
+
+    cdef int _grow_slots(self) noexcept nogil:
+        cdef int64_t new_mask = 2 * self.mask + 1
+        cdef int64_t* new_slots = <int64_t*>malloc((new_mask + 1) * sizeof(int64_t))
+        cdef int64_t i, e
+        if new_slots == NULL:
+            return -1
+        for i in range(new_mask + 1):
+            new_slots[i] = -1
+        for e in range(self.n_entries):
+            i = <int64_t>(self.hashes[e] & <uint64_t>new_mask)
+            while new_slots[i] != -1:
+                i = (i + 1) & new_mask
+            new_slots[i] = e
+        free(self.slots)
+        self.slots = new_slots
+        self.mask = new_mask
+        return 0
+
+    cdef int _add(self, const uint8_t* key, Py_ssize_t length, int64_t count) noexcept nogil:
+        """Add ``count`` to the entry for ``key``. -1 when out of memory."""
+        cdef uint64_t h = hash_bytes(key, length)
+        cdef int64_t i = <int64_t>(h & <uint64_t>self.mask)
+        cdef int64_t e
+        cdef void* grown
+        while True:
+            e = self.slots[i]
+            if e == -1:
+                break
+            if (self.hashes[e] == h and self.starts[e + 1] - self.starts[e] == length
+                    and memcmp(self.data + self.starts[e], key, length) == 0):
+                self.counts[e] += count
+                return 0
+            i = (i + 1) & self.mask
+        # A new entry.
+        if self.n_entries == self.entry_capacity:
+            self.entry_capacity *= 2
+            grown = realloc(self.starts, (self.entry_capacity + 1) * sizeof(int64_t))
+            if grown == NULL:
+                return -1
+            self.starts = <int64_t*>grown
+            grown = realloc(self.counts, self.entry_capacity * sizeof(int64_t))
+            if grown == NULL:
+                return -1
+            self.counts = <int64_t*>grown
+            grown = realloc(self.hashes, self.entry_capacity * sizeof(uint64_t))
+            if grown == NULL:
+                return -1
+            self.hashes = <uint64_t*>grown
+        while self.data_size + length > self.data_capacity:
+            self.data_capacity *= 2
+            grown = realloc(self.data, self.data_capacity)
+            if grown == NULL:
+                return -1
+            self.data = <uint8_t*>grown
+        memcpy(self.data + self.data_size, key, length)
+        self.data_size += length
+        e = self.n_entries
+        self.starts[e + 1] = self.data_size
+        self.counts[e] = count
+        self.hashes[e] = h
+        self.n_entries += 1
+        self.slots[i] = e
+        # Keep the load factor at most 1/2: probes stay short for short keys.
+        if 2 * self.n_entries > self.mask + 1:
+            return self._grow_slots()
+        return 0
+
+    def count(self, const uint8_t[::1] data, int pattern, Py_ssize_t start=0, Py_ssize_t stop=-1):
+        """Pre-tokenize ``data[start:stop]`` with a built-in pattern and count each pre-token."""
+        check_pattern(pattern)
+        if stop < 0:
+            stop = data.shape[0]
+        if not 0 <= start <= stop <= data.shape[0]:
+            raise ValueError(f"bad range [{start}, {stop}) of {data.shape[0]} bytes")
+        if start == stop:
+            return
+        cdef const uint8_t* s = &data[0]
+        cdef Py_ssize_t i = start
+        cdef Py_ssize_t end
+        cdef int status = 0
+        with nogil:
+            while i < stop:
+                end = next_pretoken(pattern, s, i, stop)
+                status = self._add(s + i, end - i, 1)
+                if status < 0:
+                    break
+                i = end
+        if status < 0:
+            raise MemoryError()
+
+    def add(self, bytes key, int64_t count=1):
+        """Add ``count`` occurrences of ``key``."""
+        if self._add(<const uint8_t*>key, len(key), count) < 0:
+            raise MemoryError()
+
+    def add_arrays(self, const uint8_t[::1] data, const int64_t[::1] offsets,
+                   const int64_t[::1] counts):
+        """Add every entry of flat arrays (as in ``PretokenCounts``)."""
+        cdef Py_ssize_t n = counts.shape[0]
+        cdef Py_ssize_t e
+        cdef int status = 0
+        if offsets.shape[0] != n + 1:
+            raise ValueError("offsets must have one more entry than counts")
+        if n == 0:
+            return
+        if offsets[n] > data.shape[0]:
+            raise ValueError("offsets run past the data")
+        cdef const uint8_t* s = &data[0] if data.shape[0] > 0 else NULL
+        with nogil:
+            for e in range(n):
+                status = self._add(s + offsets[e], offsets[e + 1] - offsets[e], counts[e])
+                if status < 0:
+                    break
+        if status < 0:
+            raise MemoryError()
+
+    def arrays(self):
+        """``(data, offsets, counts)`` as numpy arrays, in first-seen order."""
+        data = np.empty(self.data_size, dtype=np.uint8)
+        offsets = np.empty(self.n_entries + 1, dtype=np.int64)
+        counts = np.empty(self.n_entries, dtype=np.int64)
+        cdef uint8_t[::1] data_view = data
+        cdef int64_t[::1] offsets_view = offsets
+        cdef int64_t[::1] counts_view = counts
+        if self.data_size:
+            memcpy(&data_view[0], self.data, self.data_size)
+        memcpy(&offsets_view[0], self.starts, (self.n_entries + 1) * sizeof(int64_t))
+        if self.n_entries:
+            memcpy(&counts_view[0], self.counts, self.n_entries * sizeof(int64_t))
+        return data, offsets, counts
