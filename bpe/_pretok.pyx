@@ -30,8 +30,9 @@ reaches the end. In o200k, ``P?U*W+`` backtracks: U* gives characters back until
 W+ can start, and the optional P is dropped if nothing matches with it.
 """
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
-from libc.stdlib cimport free, malloc, realloc
-from libc.string cimport memcmp, memcpy
+from libc.string cimport memcpy
+
+from bpe._bytestable cimport BytesTable, bytestable_add, bytestable_free, bytestable_init
 
 import numpy as np
 
@@ -41,11 +42,6 @@ cdef enum:
     SPACE = 4        # \s
     UPPERISH = 8     # [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]
     LOWERISH = 16    # [\p{Ll}\p{Lm}\p{Lo}\p{M}]
-
-cdef enum:
-    PATTERN_GPT2 = 0
-    PATTERN_CL100K = 1
-    PATTERN_O200K = 2
 
 PATTERN_IDS = {"gpt2": PATTERN_GPT2, "cl100k": PATTERN_CL100K, "o200k": PATTERN_O200K}
 
@@ -326,8 +322,8 @@ cdef Py_ssize_t next_o200k(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexcep
     return last_start             # \s+(?!\S)
 
 
-cdef inline Py_ssize_t next_pretoken(int pattern, const uint8_t* s, Py_ssize_t i,
-                                     Py_ssize_t n) noexcept nogil:
+cdef Py_ssize_t next_pretoken(int pattern, const uint8_t* s, Py_ssize_t i,
+                              Py_ssize_t n) noexcept nogil:
     if pattern == PATTERN_GPT2:
         return next_gpt2(s, i, n)
     if pattern == PATTERN_CL100K:
@@ -366,126 +362,23 @@ def split_offsets(const uint8_t[::1] data, int pattern):
 
 # --------------------------------------------------------------------------- the interner
 
-cdef inline uint64_t hash_bytes(const uint8_t* s, Py_ssize_t n) noexcept nogil:
-    """FNV-1a, 64-bit: short keys (pre-tokens average a few bytes) hash fast enough."""
-    cdef uint64_t h = 14695981039346656037ULL
-    cdef Py_ssize_t i
-    for i in range(n):
-        h = (h ^ s[i]) * 1099511628211ULL
-    return h
-
-
 cdef class Interner:
     """Distinct byte strings with counts, in flat arrays, behind an open-addressing table.
 
     Add pre-tokens by scanning text (``count``), or whole ``PretokenCounts``
     arrays (``add_arrays``); read the result with ``arrays()``.
     """
-    cdef:
-        uint8_t* data
-        int64_t data_size
-        int64_t data_capacity
-        int64_t* starts        # entry e is data[starts[e]:starts[e + 1]]
-        int64_t* counts
-        uint64_t* hashes
-        int64_t n_entries
-        int64_t entry_capacity
-        int64_t* slots         # entry index, or -1
-        int64_t mask
 
     def __cinit__(self):
-        self.mask = (1 << 16) - 1
-        self.slots = <int64_t*>malloc((self.mask + 1) * sizeof(int64_t))
-        self.entry_capacity = 1 << 15
-        self.starts = <int64_t*>malloc((self.entry_capacity + 1) * sizeof(int64_t))
-        self.counts = <int64_t*>malloc(self.entry_capacity * sizeof(int64_t))
-        self.hashes = <uint64_t*>malloc(self.entry_capacity * sizeof(uint64_t))
-        self.data_capacity = 1 << 18
-        self.data = <uint8_t*>malloc(self.data_capacity)
-        if (self.slots == NULL or self.starts == NULL or self.counts == NULL
-                or self.hashes == NULL or self.data == NULL):
+        if bytestable_init(&self.table) < 0:
+            bytestable_free(&self.table)
             raise MemoryError()
-        cdef int64_t i
-        for i in range(self.mask + 1):
-            self.slots[i] = -1
-        self.starts[0] = 0
 
     def __dealloc__(self):
-        free(self.slots)
-        free(self.starts)
-        free(self.counts)
-        free(self.hashes)
-        free(self.data)
+        bytestable_free(&self.table)
 
     def __len__(self):
-        return self.n_entries
-
-    cdef int _grow_slots(self) noexcept nogil:
-        cdef int64_t new_mask = 2 * self.mask + 1
-        cdef int64_t* new_slots = <int64_t*>malloc((new_mask + 1) * sizeof(int64_t))
-        cdef int64_t i, e
-        if new_slots == NULL:
-            return -1
-        for i in range(new_mask + 1):
-            new_slots[i] = -1
-        for e in range(self.n_entries):
-            i = <int64_t>(self.hashes[e] & <uint64_t>new_mask)
-            while new_slots[i] != -1:
-                i = (i + 1) & new_mask
-            new_slots[i] = e
-        free(self.slots)
-        self.slots = new_slots
-        self.mask = new_mask
-        return 0
-
-    cdef int _add(self, const uint8_t* key, Py_ssize_t length, int64_t count) noexcept nogil:
-        """Add ``count`` to the entry for ``key``. -1 when out of memory."""
-        cdef uint64_t h = hash_bytes(key, length)
-        cdef int64_t i = <int64_t>(h & <uint64_t>self.mask)
-        cdef int64_t e
-        cdef void* grown
-        while True:
-            e = self.slots[i]
-            if e == -1:
-                break
-            if (self.hashes[e] == h and self.starts[e + 1] - self.starts[e] == length
-                    and memcmp(self.data + self.starts[e], key, length) == 0):
-                self.counts[e] += count
-                return 0
-            i = (i + 1) & self.mask
-        # A new entry.
-        if self.n_entries == self.entry_capacity:
-            self.entry_capacity *= 2
-            grown = realloc(self.starts, (self.entry_capacity + 1) * sizeof(int64_t))
-            if grown == NULL:
-                return -1
-            self.starts = <int64_t*>grown
-            grown = realloc(self.counts, self.entry_capacity * sizeof(int64_t))
-            if grown == NULL:
-                return -1
-            self.counts = <int64_t*>grown
-            grown = realloc(self.hashes, self.entry_capacity * sizeof(uint64_t))
-            if grown == NULL:
-                return -1
-            self.hashes = <uint64_t*>grown
-        while self.data_size + length > self.data_capacity:
-            self.data_capacity *= 2
-            grown = realloc(self.data, self.data_capacity)
-            if grown == NULL:
-                return -1
-            self.data = <uint8_t*>grown
-        memcpy(self.data + self.data_size, key, length)
-        self.data_size += length
-        e = self.n_entries
-        self.starts[e + 1] = self.data_size
-        self.counts[e] = count
-        self.hashes[e] = h
-        self.n_entries += 1
-        self.slots[i] = e
-        # Keep the load factor at most 1/2: probes stay short for short keys.
-        if 2 * self.n_entries > self.mask + 1:
-            return self._grow_slots()
-        return 0
+        return self.table.n_entries
 
     def count(self, const uint8_t[::1] data, int pattern, Py_ssize_t start=0, Py_ssize_t stop=-1):
         """Pre-tokenize ``data[start:stop]`` with a built-in pattern and count each pre-token."""
@@ -499,11 +392,11 @@ cdef class Interner:
         cdef const uint8_t* s = &data[0]
         cdef Py_ssize_t i = start
         cdef Py_ssize_t end
-        cdef int status = 0
+        cdef int64_t status = 0
         with nogil:
             while i < stop:
                 end = next_pretoken(pattern, s, i, stop)
-                status = self._add(s + i, end - i, 1)
+                status = bytestable_add(&self.table, s + i, end - i, 1, True)
                 if status < 0:
                     break
                 i = end
@@ -512,7 +405,7 @@ cdef class Interner:
 
     def add(self, bytes key, int64_t count=1):
         """Add ``count`` occurrences of ``key``."""
-        if self._add(<const uint8_t*>key, len(key), count) < 0:
+        if bytestable_add(&self.table, <const uint8_t*>key, len(key), count, True) < 0:
             raise MemoryError()
 
     def add_arrays(self, const uint8_t[::1] data, const int64_t[::1] offsets,
@@ -520,7 +413,7 @@ cdef class Interner:
         """Add every entry of flat arrays (as in ``PretokenCounts``)."""
         cdef Py_ssize_t n = counts.shape[0]
         cdef Py_ssize_t e
-        cdef int status = 0
+        cdef int64_t status = 0
         if offsets.shape[0] != n + 1:
             raise ValueError("offsets must have one more entry than counts")
         if n == 0:
@@ -530,7 +423,8 @@ cdef class Interner:
         cdef const uint8_t* s = &data[0] if data.shape[0] > 0 else NULL
         with nogil:
             for e in range(n):
-                status = self._add(s + offsets[e], offsets[e + 1] - offsets[e], counts[e])
+                status = bytestable_add(&self.table, s + offsets[e], offsets[e + 1] - offsets[e],
+                                        counts[e], True)
                 if status < 0:
                     break
         if status < 0:
@@ -538,15 +432,16 @@ cdef class Interner:
 
     def arrays(self):
         """``(data, offsets, counts)`` as numpy arrays, in first-seen order."""
-        data = np.empty(self.data_size, dtype=np.uint8)
-        offsets = np.empty(self.n_entries + 1, dtype=np.int64)
-        counts = np.empty(self.n_entries, dtype=np.int64)
+        cdef BytesTable* t = &self.table
+        data = np.empty(t.data_size, dtype=np.uint8)
+        offsets = np.empty(t.n_entries + 1, dtype=np.int64)
+        counts = np.empty(t.n_entries, dtype=np.int64)
         cdef uint8_t[::1] data_view = data
         cdef int64_t[::1] offsets_view = offsets
         cdef int64_t[::1] counts_view = counts
-        if self.data_size:
-            memcpy(&data_view[0], self.data, self.data_size)
-        memcpy(&offsets_view[0], self.starts, (self.n_entries + 1) * sizeof(int64_t))
-        if self.n_entries:
-            memcpy(&counts_view[0], self.counts, self.n_entries * sizeof(int64_t))
+        if t.data_size:
+            memcpy(&data_view[0], t.data, t.data_size)
+        memcpy(&offsets_view[0], t.starts, (t.n_entries + 1) * sizeof(int64_t))
+        if t.n_entries:
+            memcpy(&counts_view[0], t.values, t.n_entries * sizeof(int64_t))
         return data, offsets, counts

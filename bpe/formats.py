@@ -143,5 +143,10 @@ def load_own(path: str):
 
 
 def load(name_or_path):
-    """Load a tokenizer saved with ``Tokenizer.save`` (a file or its directory)."""
+    """Load "gpt2", "cl100k_base" or "o200k_base" (shipped in the package, offline), or
+    a tokenizer saved with ``Tokenizer.save`` (a file or its directory)."""
+    from bpe.pretrained import PRETRAINED, load_pretrained
+
+    if isinstance(name_or_path, str) and name_or_path in PRETRAINED:
+        return load_pretrained(name_or_path)
     return load_own(name_or_path)

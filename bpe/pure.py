@@ -94,3 +94,51 @@ def train(text, vocab_size: int, special_tokens: Sequence[str] = (),
     texts = [text] if isinstance(text, str) else list(text)
     n_merges = vocab_size - 256 - len(special_tokens)
     return train_from_counts(count_pretokens(texts, special_tokens, pattern), n_merges, min_frequency)
+
+
+# --------------------------------------------------------------------------- encoding
+
+def encode_piece(piece: bytes, ranks: dict[bytes, int]) -> list[bytes]:
+    """Merge one pre-token (not itself a token): repeatedly merge the adjacent pair
+    whose concatenation has the lowest rank, the leftmost among equals, until none
+    is a merged token. ``ranks`` maps each merged token to its place in merge order.
+
+    >>> encode_piece(b"aaa", {b"aa": 0})
+    [b'aa', b'a']
+    """
+    parts = [bytes([byte]) for byte in piece]
+    while len(parts) > 1:
+        best = None
+        for i in range(len(parts) - 1):
+            rank = ranks.get(parts[i] + parts[i + 1])
+            if rank is not None and (best is None or rank < best[0]):
+                best = (rank, i)
+        if best is None:
+            break
+        i = best[1]
+        parts[i:i + 2] = [parts[i] + parts[i + 1]]
+    return parts
+
+
+def encode(text: str, vocab: dict[int, bytes], merges: Sequence[Pair],
+           special_tokens: dict[str, int], pattern: Optional[str] = "gpt2") -> list[int]:
+    """The ids of ``text``, every special token recognised."""
+    specials = set(special_tokens.values())
+    ids_by_bytes: dict[bytes, int] = {}
+    for token_id, token in sorted(vocab.items()):
+        if token_id not in specials:
+            ids_by_bytes.setdefault(token, token_id)
+    ranks: dict[bytes, int] = {}
+    for rank, (left, right) in enumerate(merges):
+        ranks.setdefault(left + right, rank)
+    ids = []
+    for segment, special in split_special(text, list(special_tokens)):
+        for pretoken in pretokenize(segment, pattern):
+            piece = pretoken.encode("utf-8")
+            if piece in ids_by_bytes:
+                ids.append(ids_by_bytes[piece])
+                continue
+            ids.extend(ids_by_bytes[part] for part in encode_piece(piece, ranks))
+        if special is not None:
+            ids.append(special_tokens[special])
+    return ids

@@ -1,9 +1,14 @@
 """The Tokenizer: a vocabulary, its ordered merges, special tokens and a pattern."""
 from __future__ import annotations
 
-from typing import Mapping, Optional, Sequence, Union
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import AbstractSet, Collection, Iterable, Iterator, Literal, Mapping, Optional, Sequence, Union
 
-from bpe.patterns import canonical_pattern, check_special_tokens
+import numpy as np
+
+from bpe.patterns import (canonical_pattern, check_special_tokens, compile_pattern,
+                          native_pattern_id, special_regex, split_special)
 
 Pair = tuple[bytes, bytes]
 
@@ -15,15 +20,17 @@ class Tokenizer:
     ----------
     vocab : dict[int, bytes]
         Every token's bytes by id.
-    merges : list[tuple[bytes, bytes]]
+    merges : list[tuple[bytes, bytes]] or None
         The merges in the order they were learned (earliest = highest priority).
+        None derives them from the vocab's id order, as for tiktoken's rank
+        files: each token above the bytes must split into two earlier tokens.
     special_tokens : dict[str, int] or sequence of str, optional
         Special tokens by id; a sequence is looked up in ``vocab`` by its bytes.
     pattern : str or None
         "gpt2", "cl100k", "o200k", a custom regex, or None for no pre-tokenization.
     """
 
-    def __init__(self, vocab: Mapping[int, bytes], merges: Sequence[Pair],
+    def __init__(self, vocab: Mapping[int, bytes], merges: Optional[Sequence[Pair]],
                  special_tokens: Union[Mapping[str, int], Sequence[str], None] = None,
                  *, pattern: Optional[str] = "gpt2"):
         self.vocab = {int(i): bytes(b) for i, b in vocab.items()}
@@ -39,7 +46,12 @@ class Tokenizer:
         for token_id, token in sorted(self.vocab.items()):
             if token_id not in special_ids:
                 self._ids_by_bytes.setdefault(token, token_id)
-        self.merges = self._check_merges(merges)
+        self._encoder_lock = threading.Lock()
+        self._encoder = None
+        for byte in range(256):
+            if bytes([byte]) not in self._ids_by_bytes:
+                raise ValueError(f"the vocab has no token for byte {byte:#04x}")
+        self.merges = self._check_merges(merges) if merges is not None else self._merges_from_ranks()
 
     def _check_special_tokens(self, special_tokens) -> dict[str, int]:
         if special_tokens is None:
@@ -73,6 +85,170 @@ class Tokenizer:
                     raise ValueError(f"merge {index} {(left, right)!r}: token {part!r} is not in the vocab")
             checked.append((left, right))
         return checked
+
+    def _merges_from_ranks(self) -> list[Pair]:
+        """Recover merges from id order: token k (after the bytes) is made by merging
+        the two parts it splits into when only the merges before it apply."""
+        special_ids = set(self.special_tokens.values())
+        ranked = [token_id for token_id, token in sorted(self.vocab.items())
+                  if token_id not in special_ids and len(token) > 1
+                  and self._ids_by_bytes.get(token) == token_id]
+        encoder = self._build_encoder(ranked)
+        merges = []
+        for rank, token_id in enumerate(ranked):
+            parts = encoder.split(self.vocab[token_id], rank)
+            if len(parts) != 2:
+                raise ValueError(f"token {token_id} {self.vocab[token_id]!r} does not split into "
+                                 f"two earlier tokens (it splits into {len(parts)})")
+            merges.append((self.vocab[parts[0]], self.vocab[parts[1]]))
+        return merges
+
+    def _build_encoder(self, ranked_ids):
+        from bpe._encode import Encoder
+
+        tokens = sorted(self._ids_by_bytes.items(), key=lambda item: item[1])
+        data = b"".join(token for token, _ in tokens)
+        offsets = np.zeros(len(tokens) + 1, dtype=np.int64)
+        np.cumsum([len(token) for token, _ in tokens], out=offsets[1:])
+        return Encoder(np.array([self._ids_by_bytes[bytes([b])] for b in range(256)], dtype=np.int32),
+                       np.frombuffer(data, dtype=np.uint8), offsets,
+                       np.array([token_id for _, token_id in tokens], dtype=np.int32),
+                       np.array(ranked_ids, dtype=np.int32))
+
+    def _kernel(self):
+        """The Cython encoder, built on first use (thread-safe)."""
+        if self._encoder is None:
+            with self._encoder_lock:
+                if self._encoder is None:
+                    ranked, seen = [], set()
+                    for left, right in self.merges:
+                        token_id = self._ids_by_bytes[left + right]
+                        if token_id not in seen:
+                            seen.add(token_id)
+                            ranked.append(token_id)
+                    self._encoder = self._build_encoder(ranked)
+        return self._encoder
+
+    # ------------------------------------------------------------------ encoding
+
+    def _allowed(self, allowed_special, disallowed_special, text: str) -> list[str]:
+        """The special tokens to recognise; raises if a disallowed one is in ``text``."""
+        names = set(self.special_tokens)
+        allowed = names if allowed_special == "all" else set(allowed_special)
+        unknown = allowed - names
+        if unknown:
+            raise ValueError(f"allowed_special names {sorted(unknown)[0]!r}, which is not a "
+                             "special token of this tokenizer")
+        disallowed = names - allowed if disallowed_special == "all" else set(disallowed_special)
+        if disallowed:
+            match = special_regex(sorted(disallowed)).search(text)
+            if match:
+                token = match.group()
+                raise ValueError(
+                    f"Encountered text corresponding to disallowed special token {token!r}.\n"
+                    f"If you want this text to be encoded as a special token, pass it to "
+                    f"`allowed_special`, e.g. `allowed_special={{{token!r}, ...}}`.\n"
+                    f"If you want this text to be encoded as normal text, disable the check for "
+                    f"this token by passing `disallowed_special=(enc.special_tokens_set - {{{token!r}}})`.\n"
+                    f"To disable this check for all special tokens, pass `disallowed_special=()`.")
+        return sorted(allowed)
+
+    def _encode_array(self, text: str, allowed: Sequence[str]) -> np.ndarray:
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:
+            # Lone surrogates are not Unicode scalar values; like tiktoken, read them as U+FFFD.
+            text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+            data = text.encode("utf-8")
+        kernel = self._kernel()
+        native = native_pattern_id(self.pattern)
+        if native is None and self.pattern is not None:
+            return self._encode_with_regex(text, allowed)
+        matcher = special_regex(allowed, as_bytes=True)
+        spans = [] if matcher is None else [match.span() for match in matcher.finditer(data)]
+        ids = [self.special_tokens[data[a:b].decode("utf-8")] for a, b in spans]
+        return kernel.encode(np.frombuffer(data, dtype=np.uint8), -1 if native is None else native,
+                             np.array([a for a, _ in spans], dtype=np.int64),
+                             np.array([b for _, b in spans], dtype=np.int64),
+                             np.array(ids, dtype=np.uint32))
+
+    def _encode_with_regex(self, text: str, allowed: Sequence[str]) -> np.ndarray:
+        """Custom patterns: regex pre-tokenizes, the kernel merges."""
+        compiled = compile_pattern(self.pattern)
+        kernel = self._kernel()
+        parts = []
+        for segment, special in split_special(text, allowed):
+            parts.append(kernel.encode_pieces([p.encode("utf-8") for p in compiled.findall(segment)]))
+            if special is not None:
+                parts.append(np.array([self.special_tokens[special]], dtype=np.uint32))
+        return np.concatenate(parts)
+
+    def encode(self, text: str, *, allowed_special: Union[Literal["all"], AbstractSet[str]] = "all",
+               disallowed_special: Union[Literal["all"], Collection[str]] = ()) -> list[int]:
+        """The token ids of ``text``.
+
+        Special tokens in ``allowed_special`` are recognised (longest first); a
+        special token in ``disallowed_special`` found in the text raises
+        ValueError; any other is encoded as ordinary text.
+
+        >>> import bpe
+        >>> bpe.load("gpt2").encode("Hello world<|endoftext|>")
+        [15496, 995, 50256]
+        """
+        return self._encode_array(text, self._allowed(allowed_special, disallowed_special, text)).tolist()
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        """The ids of ``text`` with special-token strings read as ordinary text."""
+        return self._encode_array(text, []).tolist()
+
+    def encode_to_numpy(self, text: str, *, dtype=None, allowed_special="all",
+                        disallowed_special=()) -> np.ndarray:
+        """The ids as a numpy array: uint16 when every id fits, else uint32 (or ``dtype``)."""
+        ids = self._encode_array(text, self._allowed(allowed_special, disallowed_special, text))
+        return ids.astype(self._dtype(dtype), copy=False)
+
+    def _dtype(self, dtype) -> np.dtype:
+        if dtype is None:
+            return np.dtype(np.uint16 if self.n_vocab <= 2**16 else np.uint32)
+        dtype = np.dtype(dtype)
+        if dtype.kind not in "iu" or np.iinfo(dtype).max < self.n_vocab - 1:
+            raise ValueError(f"dtype {dtype} cannot hold token id {self.n_vocab - 1}")
+        return dtype
+
+    def encode_batch(self, texts: Sequence[str], *, num_threads: Optional[int] = None,
+                     allowed_special="all", disallowed_special=()) -> list[list[int]]:
+        """Encode many texts on a thread pool; the kernel runs without the GIL."""
+        def one(text):
+            return self.encode(text, allowed_special=allowed_special,
+                               disallowed_special=disallowed_special)
+        with ThreadPoolExecutor(max_workers=num_threads) as pool:
+            return list(pool.map(one, texts))
+
+    def count(self, text: str) -> int:
+        """How many tokens ``text`` encodes to (special tokens recognised)."""
+        return len(self._encode_array(text, sorted(self.special_tokens)))
+
+    def decode_bytes(self, ids: Iterable[int]) -> bytes:
+        """The bytes of ``ids``; an id not in the vocab raises ValueError naming it."""
+        vocab = self.vocab
+        try:
+            return b"".join([vocab[i] for i in (ids.tolist() if isinstance(ids, np.ndarray) else ids)])
+        except KeyError as e:
+            raise ValueError(f"token id {e.args[0]!r} is not in the vocab (n_vocab={self.n_vocab})") from None
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """The text of ``ids``; bytes that are not valid UTF-8 become U+FFFD."""
+        return self.decode_bytes(ids).decode("utf-8", errors="replace")
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["_encoder"] = None
+        del state["_encoder_lock"]
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._encoder_lock = threading.Lock()
 
     @property
     def n_vocab(self) -> int:

@@ -1,0 +1,159 @@
+# A hash table from byte strings to int64 values, keys stored in one growable
+# arena. Shared by the pre-token interner (value = count) and the encoder (value
+# = token id, or a cached slice of ids). C struct + inline free functions.
+from libc.stdint cimport int64_t, uint8_t, uint64_t
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memcmp, memcpy
+
+cdef struct BytesTable:
+    uint8_t* data          # the keys, concatenated
+    int64_t data_size
+    int64_t data_capacity
+    int64_t* starts        # key e is data[starts[e]:starts[e + 1]]
+    int64_t* values
+    uint64_t* hashes
+    int64_t n_entries
+    int64_t entry_capacity
+    int64_t* slots         # entry index, or -1
+    int64_t mask           # number of slots - 1 (a power of two)
+
+
+cdef inline uint64_t hash_bytes(const uint8_t* s, Py_ssize_t n) noexcept nogil:
+    """FNV-1a, 64-bit: the keys are short (a few bytes), so a byte loop is fast enough."""
+    cdef uint64_t h = 14695981039346656037ULL
+    cdef Py_ssize_t i
+    for i in range(n):
+        h = (h ^ s[i]) * 1099511628211ULL
+    return h
+
+
+cdef inline int bytestable_init(BytesTable* t) noexcept nogil:
+    """An empty table. -1 when out of memory."""
+    cdef int64_t i
+    t.mask = (1 << 12) - 1
+    t.entry_capacity = 1 << 11
+    t.data_capacity = 1 << 14
+    t.data_size = 0
+    t.n_entries = 0
+    t.slots = <int64_t*>malloc((t.mask + 1) * sizeof(int64_t))
+    t.starts = <int64_t*>malloc((t.entry_capacity + 1) * sizeof(int64_t))
+    t.values = <int64_t*>malloc(t.entry_capacity * sizeof(int64_t))
+    t.hashes = <uint64_t*>malloc(t.entry_capacity * sizeof(uint64_t))
+    t.data = <uint8_t*>malloc(t.data_capacity)
+    if t.slots == NULL or t.starts == NULL or t.values == NULL or t.hashes == NULL or t.data == NULL:
+        return -1
+    for i in range(t.mask + 1):
+        t.slots[i] = -1
+    t.starts[0] = 0
+    return 0
+
+
+cdef inline void bytestable_free(BytesTable* t) noexcept nogil:
+    free(t.slots)
+    free(t.starts)
+    free(t.values)
+    free(t.hashes)
+    free(t.data)
+    t.slots = NULL
+    t.starts = NULL
+    t.values = NULL
+    t.hashes = NULL
+    t.data = NULL
+
+
+cdef inline void bytestable_clear(BytesTable* t) noexcept nogil:
+    cdef int64_t i
+    for i in range(t.mask + 1):
+        t.slots[i] = -1
+    t.n_entries = 0
+    t.data_size = 0
+
+
+cdef inline int64_t bytestable_slot(const BytesTable* t, const uint8_t* key, Py_ssize_t length,
+                                    uint64_t h) noexcept nogil:
+    """The slot holding ``key``, or the empty slot where it would go."""
+    cdef int64_t i = <int64_t>(h & <uint64_t>t.mask)
+    cdef int64_t e
+    while True:
+        e = t.slots[i]
+        if e == -1:
+            return i
+        if (t.hashes[e] == h and t.starts[e + 1] - t.starts[e] == length
+                and memcmp(t.data + t.starts[e], key, length) == 0):
+            return i
+        i = (i + 1) & t.mask
+
+
+cdef inline int64_t bytestable_find(const BytesTable* t, const uint8_t* key,
+                                    Py_ssize_t length) noexcept nogil:
+    """The entry of ``key``, or -1."""
+    return t.slots[bytestable_slot(t, key, length, hash_bytes(key, length))]
+
+
+cdef inline int _bytestable_grow_slots(BytesTable* t) noexcept nogil:
+    cdef int64_t new_mask = 2 * t.mask + 1
+    cdef int64_t* new_slots = <int64_t*>malloc((new_mask + 1) * sizeof(int64_t))
+    cdef int64_t i, e
+    if new_slots == NULL:
+        return -1
+    for i in range(new_mask + 1):
+        new_slots[i] = -1
+    for e in range(t.n_entries):
+        i = <int64_t>(t.hashes[e] & <uint64_t>new_mask)
+        while new_slots[i] != -1:
+            i = (i + 1) & new_mask
+        new_slots[i] = e
+    free(t.slots)
+    t.slots = new_slots
+    t.mask = new_mask
+    return 0
+
+
+cdef inline int64_t bytestable_add(BytesTable* t, const uint8_t* key, Py_ssize_t length,
+                                   int64_t value, bint accumulate) noexcept nogil:
+    """Store ``value`` for ``key`` (or add it to the stored one if ``accumulate``).
+
+    Returns the entry, or -1 when out of memory.
+    """
+    cdef uint64_t h = hash_bytes(key, length)
+    cdef int64_t i = bytestable_slot(t, key, length, h)
+    cdef int64_t e = t.slots[i]
+    cdef void* grown
+    if e != -1:
+        if accumulate:
+            t.values[e] += value
+        else:
+            t.values[e] = value
+        return e
+    if t.n_entries == t.entry_capacity:
+        t.entry_capacity *= 2
+        grown = realloc(t.starts, (t.entry_capacity + 1) * sizeof(int64_t))
+        if grown == NULL:
+            return -1
+        t.starts = <int64_t*>grown
+        grown = realloc(t.values, t.entry_capacity * sizeof(int64_t))
+        if grown == NULL:
+            return -1
+        t.values = <int64_t*>grown
+        grown = realloc(t.hashes, t.entry_capacity * sizeof(uint64_t))
+        if grown == NULL:
+            return -1
+        t.hashes = <uint64_t*>grown
+    while t.data_size + length > t.data_capacity:
+        t.data_capacity *= 2
+        grown = realloc(t.data, t.data_capacity)
+        if grown == NULL:
+            return -1
+        t.data = <uint8_t*>grown
+    memcpy(t.data + t.data_size, key, length)
+    t.data_size += length
+    e = t.n_entries
+    t.starts[e + 1] = t.data_size
+    t.values[e] = value
+    t.hashes[e] = h
+    t.n_entries += 1
+    t.slots[i] = e
+    # A load factor of at most 1/2 keeps probe runs short.
+    if 2 * t.n_entries > t.mask + 1 and _bytestable_grow_slots(t) < 0:
+        return -1
+    return e

@@ -1,0 +1,423 @@
+"""Priority-based BPE encoding over typed buffers, without the GIL.
+
+Why it is shaped like this
+--------------------------
+Encoding a pre-token repeatedly merges the adjacent pair of highest priority
+(lowest rank), the leftmost among equals, until no pair can merge: tiktoken's
+rule. A pair (x, y) can merge when the bytes x + y are a merged token; its rank
+is that token's place in merge order. The kernel keeps
+
+* ``pairs``: a hash map from the two ids to the rank (``bpe/_pairmap.pxd``),
+  with ``merged_id[rank]`` the resulting token, built once per tokenizer;
+* ``tokens``: byte string -> id, so a pre-token that is itself a token maps
+  straight to it (tiktoken does the same);
+* per call, a cache from pre-token bytes to its ids: text repeats its words.
+
+A pre-token is merged with a linked list of parts and a min-heap of
+``(rank, position)`` with lazy invalidation, so even a single 1 MB pre-token
+takes O(n log n), never O(n^2). Scratch state lives in each call, so one
+Encoder is safely shared by threads that encode at the same time.
+"""
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memcpy
+
+import numpy as np
+
+from bpe._bytestable cimport (BytesTable, bytestable_add, bytestable_clear, bytestable_find,
+                              bytestable_free, bytestable_init)
+from bpe._pairmap cimport PairMap, pairmap_free, pairmap_get, pairmap_init, pairmap_set
+from bpe._pretok cimport check_pattern, next_pretoken
+from bpe._types cimport pack_pair
+
+cdef enum:
+    CACHE_MAX_PIECE_BYTES = 256      # longer pre-tokens are rare; not worth caching
+    CACHE_MAX_ENTRIES = 1 << 18      # then the cache starts afresh: memory stays bounded
+    WHOLE_SEGMENT = -1               # "pattern" id: no pre-tokenization
+
+
+cdef struct Ids:
+    uint32_t* data
+    int64_t size
+    int64_t capacity
+
+
+cdef inline int ids_reserve(Ids* ids, int64_t extra) noexcept nogil:
+    cdef int64_t capacity = ids.capacity if ids.capacity > 0 else 1024
+    cdef void* grown
+    if ids.size + extra <= ids.capacity:
+        return 0
+    while capacity < ids.size + extra:
+        capacity *= 2
+    grown = realloc(ids.data, capacity * sizeof(uint32_t))
+    if grown == NULL:
+        return -1
+    ids.data = <uint32_t*>grown
+    ids.capacity = capacity
+    return 0
+
+
+cdef struct Scratch:
+    Ids out              # the ids of the call
+    Ids cached           # ids of cached pre-tokens, sliced by the cache's values
+    BytesTable cache     # pre-token bytes -> (offset in cached) << 16 | count
+    # Work arrays for merging one pre-token, grown as needed.
+    int32_t* part_token  # token of the part starting at each byte, -1 once absorbed
+    int32_t* part_next   # start of the next part (n at the end)
+    int32_t* part_prev   # start of the previous part (-1 at the start)
+    int64_t* heap        # (rank << 32) | position, a min-heap
+    int64_t work_capacity
+
+
+cdef int scratch_init(Scratch* s) noexcept nogil:
+    s.out.data = NULL
+    s.out.size = s.out.capacity = 0
+    s.cached.data = NULL
+    s.cached.size = s.cached.capacity = 0
+    s.part_token = s.part_next = s.part_prev = NULL
+    s.heap = NULL
+    s.work_capacity = 0
+    return bytestable_init(&s.cache)
+
+
+cdef void scratch_free(Scratch* s) noexcept nogil:
+    free(s.out.data)
+    free(s.cached.data)
+    free(s.part_token)
+    free(s.part_next)
+    free(s.part_prev)
+    free(s.heap)
+    bytestable_free(&s.cache)
+
+
+cdef int scratch_reserve(Scratch* s, int64_t n) noexcept nogil:
+    cdef int64_t capacity = s.work_capacity if s.work_capacity > 0 else 256
+    if n <= s.work_capacity:
+        return 0
+    while capacity < n:
+        capacity *= 2
+    free(s.part_token)
+    free(s.part_next)
+    free(s.part_prev)
+    free(s.heap)
+    s.part_token = <int32_t*>malloc(capacity * sizeof(int32_t))
+    s.part_next = <int32_t*>malloc(capacity * sizeof(int32_t))
+    s.part_prev = <int32_t*>malloc(capacity * sizeof(int32_t))
+    # Each merge pushes at most two entries: 3n bounds the heap.
+    s.heap = <int64_t*>malloc(3 * capacity * sizeof(int64_t))
+    s.work_capacity = capacity
+    if s.part_token == NULL or s.part_next == NULL or s.part_prev == NULL or s.heap == NULL:
+        s.work_capacity = 0
+        return -1
+    return 0
+
+
+cdef inline void heap_push(int64_t* heap, int64_t* size, int64_t key) noexcept nogil:
+    cdef int64_t i = size[0]
+    cdef int64_t parent
+    size[0] += 1
+    while i > 0:
+        parent = (i - 1) >> 1
+        if heap[parent] <= key:
+            break
+        heap[i] = heap[parent]
+        i = parent
+    heap[i] = key
+
+
+cdef inline int64_t heap_pop(int64_t* heap, int64_t* size) noexcept nogil:
+    cdef int64_t top = heap[0]
+    cdef int64_t last, i, child
+    size[0] -= 1
+    if size[0] > 0:
+        last = heap[size[0]]
+        i = 0
+        while True:
+            child = 2 * i + 1
+            if child >= size[0]:
+                break
+            if child + 1 < size[0] and heap[child + 1] < heap[child]:
+                child += 1
+            if heap[child] >= last:
+                break
+            heap[i] = heap[child]
+            i = child
+        heap[i] = last
+    return top
+
+
+cdef class Encoder:
+    """The encoding kernel of one vocabulary.
+
+    Parameters
+    ----------
+    byte_ids : int32 array of 256
+        The token of each single byte.
+    token_data, token_offsets, token_ids :
+        Every ordinary token's bytes (concatenated, with int64 offsets) and id:
+        the pre-tokens that map straight to a token.
+    ranked_ids : int32 array
+        The merged tokens in merge order (rank 0 first).
+    """
+    cdef:
+        int32_t byte_ids[256]
+        BytesTable tokens
+        PairMap pairs
+        int32_t* merged_id
+        int32_t n_ranks
+
+    def __cinit__(self, const int32_t[::1] byte_ids, const uint8_t[::1] token_data,
+                  const int64_t[::1] token_offsets, const int32_t[::1] token_ids,
+                  const int32_t[::1] ranked_ids):
+        cdef Py_ssize_t n_tokens = token_ids.shape[0]
+        cdef Py_ssize_t t, k, split
+        cdef int64_t entry, left, right, start, length
+        cdef const uint8_t* data = &token_data[0] if token_data.shape[0] > 0 else NULL
+        if byte_ids.shape[0] != 256:
+            raise ValueError("byte_ids must have 256 entries")
+        if token_offsets.shape[0] != n_tokens + 1:
+            raise ValueError("token_offsets must have one more entry than token_ids")
+        for t in range(256):
+            self.byte_ids[t] = byte_ids[t]
+        if bytestable_init(&self.tokens) < 0 or pairmap_init(&self.pairs, 4 * ranked_ids.shape[0]) < 0:
+            raise MemoryError()
+        self.n_ranks = <int32_t>ranked_ids.shape[0]
+        self.merged_id = <int32_t*>malloc(max(self.n_ranks, 1) * sizeof(int32_t))
+        if self.merged_id == NULL:
+            raise MemoryError()
+        # id -> entry in the token table, to find a ranked token's bytes
+        id_to_entry = {}
+        for t in range(n_tokens):
+            entry = bytestable_add(&self.tokens, data + token_offsets[t],
+                                   token_offsets[t + 1] - token_offsets[t], token_ids[t], False)
+            if entry < 0:
+                raise MemoryError()
+            id_to_entry.setdefault(token_ids[t], t)
+        # Every split of a merged token into two tokens is a pair that makes it.
+        for k in range(self.n_ranks):
+            self.merged_id[k] = ranked_ids[k]
+            t = id_to_entry[ranked_ids[k]]
+            start = token_offsets[t]
+            length = token_offsets[t + 1] - start
+            for split in range(1, length):
+                left = bytestable_find(&self.tokens, data + start, split)
+                right = bytestable_find(&self.tokens, data + start + split, length - split)
+                if left < 0 or right < 0:
+                    continue
+                left = self.tokens.values[left]
+                right = self.tokens.values[right]
+                if pairmap_get(&self.pairs, pack_pair(<int32_t>left, <int32_t>right)) < 0:
+                    if pairmap_set(&self.pairs, pack_pair(<int32_t>left, <int32_t>right),
+                                   <int32_t>k) < 0:
+                        raise MemoryError()
+
+    def __dealloc__(self):
+        bytestable_free(&self.tokens)
+        pairmap_free(&self.pairs)
+        free(self.merged_id)
+
+    cdef inline int32_t _rank(self, int32_t left, int32_t right) noexcept nogil:
+        return pairmap_get(&self.pairs, pack_pair(left, right))
+
+    cdef int _merge(self, Scratch* s, const uint8_t* piece, int64_t n, int32_t max_rank,
+                    Ids* out) noexcept nogil:
+        """Append the ids of ``piece`` (n >= 2 bytes) to ``out``. -1 when out of memory."""
+        cdef int64_t i, q, heap_size = 0
+        cdef int64_t key
+        cdef int32_t rank, position
+        cdef int32_t* token
+        cdef int32_t* next_part
+        cdef int32_t* prev_part
+        if scratch_reserve(s, n) < 0:
+            return -1
+        token = s.part_token
+        next_part = s.part_next
+        prev_part = s.part_prev
+        for i in range(n):
+            token[i] = self.byte_ids[piece[i]]
+            next_part[i] = <int32_t>(i + 1)
+            prev_part[i] = <int32_t>(i - 1)
+        for i in range(n - 1):
+            rank = self._rank(token[i], token[i + 1])
+            if 0 <= rank < max_rank:
+                heap_push(s.heap, &heap_size, (<int64_t>rank << 32) | i)
+        while heap_size > 0:
+            key = heap_pop(s.heap, &heap_size)
+            rank = <int32_t>(key >> 32)
+            position = <int32_t>(key & 0xFFFFFFFFLL)
+            q = next_part[position]
+            # Stale if the part was absorbed, or its pair changed since the push.
+            if token[position] < 0 or q >= n or self._rank(token[position], token[q]) != rank:
+                continue
+            token[position] = self.merged_id[rank]
+            token[q] = -1
+            next_part[position] = next_part[q]
+            if next_part[q] < n:
+                prev_part[next_part[q]] = position
+            if next_part[position] < n:
+                rank = self._rank(token[position], token[next_part[position]])
+                if 0 <= rank < max_rank:
+                    heap_push(s.heap, &heap_size, (<int64_t>rank << 32) | position)
+            if prev_part[position] >= 0:
+                rank = self._rank(token[prev_part[position]], token[position])
+                if 0 <= rank < max_rank:
+                    heap_push(s.heap, &heap_size, (<int64_t>rank << 32) | prev_part[position])
+        i = 0
+        while i < n:
+            if ids_reserve(out, 1) < 0:
+                return -1
+            out.data[out.size] = <uint32_t>token[i]
+            out.size += 1
+            i = next_part[i]
+        return 0
+
+    cdef int _encode_piece(self, Scratch* s, const uint8_t* piece, int64_t n) noexcept nogil:
+        """Append the ids of one pre-token to ``s.out``. -1 when out of memory."""
+        cdef int64_t entry, value, offset, count, before
+        if n == 0:
+            return 0
+        if ids_reserve(&s.out, 1) < 0:
+            return -1
+        if n == 1:
+            s.out.data[s.out.size] = <uint32_t>self.byte_ids[piece[0]]
+            s.out.size += 1
+            return 0
+        entry = bytestable_find(&self.tokens, piece, n)
+        if entry >= 0:
+            s.out.data[s.out.size] = <uint32_t>self.tokens.values[entry]
+            s.out.size += 1
+            return 0
+        if n <= CACHE_MAX_PIECE_BYTES:
+            entry = bytestable_find(&s.cache, piece, n)
+            if entry >= 0:
+                value = s.cache.values[entry]
+                offset = value >> 16
+                count = value & 0xFFFF
+                if ids_reserve(&s.out, count) < 0:
+                    return -1
+                memcpy(s.out.data + s.out.size, s.cached.data + offset, count * sizeof(uint32_t))
+                s.out.size += count
+                return 0
+        before = s.out.size
+        if self._merge(s, piece, n, self.n_ranks, &s.out) < 0:
+            return -1
+        if n <= CACHE_MAX_PIECE_BYTES:
+            count = s.out.size - before
+            if s.cache.n_entries >= CACHE_MAX_ENTRIES:
+                bytestable_clear(&s.cache)
+                s.cached.size = 0
+            if ids_reserve(&s.cached, count) < 0:
+                return -1
+            memcpy(s.cached.data + s.cached.size, s.out.data + before, count * sizeof(uint32_t))
+            if bytestable_add(&s.cache, piece, n, (s.cached.size << 16) | count, False) < 0:
+                return -1
+            s.cached.size += count
+        return 0
+
+    cdef int _encode_segment(self, Scratch* s, const uint8_t* data, int64_t n,
+                             int pattern) noexcept nogil:
+        cdef Py_ssize_t i = 0
+        cdef Py_ssize_t end
+        if pattern == WHOLE_SEGMENT:
+            return self._encode_piece(s, data, n)
+        while i < n:
+            end = next_pretoken(pattern, data, i, n)
+            if self._encode_piece(s, data + i, end - i) < 0:
+                return -1
+            i = end
+        return 0
+
+    def encode(self, const uint8_t[::1] data, int pattern, const int64_t[::1] special_starts,
+               const int64_t[::1] special_ends, const uint32_t[::1] special_ids):
+        """The ids of UTF-8 ``data``: uint32 array.
+
+        ``pattern`` is a native pattern id, or -1 to treat each segment whole.
+        The given special tokens (sorted, non-overlapping byte ranges) are
+        emitted as their ids; the text between them is encoded.
+        """
+        cdef Py_ssize_t n = data.shape[0]
+        cdef Py_ssize_t n_special = special_ids.shape[0]
+        cdef Py_ssize_t k
+        cdef int64_t start = 0
+        cdef int status = 0
+        cdef Scratch scratch
+        cdef const uint8_t* s = &data[0] if n > 0 else NULL
+        if pattern != WHOLE_SEGMENT:
+            check_pattern(pattern)
+        if special_starts.shape[0] != n_special or special_ends.shape[0] != n_special:
+            raise ValueError("special token ranges and ids differ in length")
+        for k in range(n_special):
+            if not (start <= special_starts[k] <= special_ends[k] <= n):
+                raise ValueError("special token ranges must be sorted and inside the data")
+            start = special_ends[k]
+        if scratch_init(&scratch) < 0:
+            scratch_free(&scratch)
+            raise MemoryError()
+        try:
+            with nogil:
+                start = 0
+                for k in range(n_special):
+                    status = self._encode_segment(&scratch, s + start, special_starts[k] - start,
+                                                  pattern)
+                    if status < 0 or ids_reserve(&scratch.out, 1) < 0:
+                        status = -1
+                        break
+                    scratch.out.data[scratch.out.size] = special_ids[k]
+                    scratch.out.size += 1
+                    start = special_ends[k]
+                if status == 0:
+                    status = self._encode_segment(&scratch, s + start, n - start, pattern)
+            if status < 0:
+                raise MemoryError()
+            out = np.empty(scratch.out.size, dtype=np.uint32)
+            if scratch.out.size:
+                memcpy(_address(out), scratch.out.data, scratch.out.size * sizeof(uint32_t))
+            return out
+        finally:
+            scratch_free(&scratch)
+
+    def encode_pieces(self, pieces):
+        """The ids of a list of pre-tokens (bytes), for patterns the native scanners lack."""
+        cdef Scratch scratch
+        cdef bytes piece
+        if scratch_init(&scratch) < 0:
+            scratch_free(&scratch)
+            raise MemoryError()
+        try:
+            for piece in pieces:
+                if self._encode_piece(&scratch, <const uint8_t*>piece, len(piece)) < 0:
+                    raise MemoryError()
+            out = np.empty(scratch.out.size, dtype=np.uint32)
+            if scratch.out.size:
+                memcpy(_address(out), scratch.out.data, scratch.out.size * sizeof(uint32_t))
+            return out
+        finally:
+            scratch_free(&scratch)
+
+    def split(self, bytes token, int max_rank):
+        """The parts of ``token`` when only merges of rank < ``max_rank`` apply (ids, list).
+
+        Recovers a merge list from ranks: a merged token of rank r must come out
+        as exactly two parts under ``max_rank=r``.
+        """
+        cdef Scratch scratch
+        cdef Ids out
+        out.data = NULL
+        out.size = out.capacity = 0
+        if len(token) < 2:
+            return [self.byte_ids[token[0]]] if token else []
+        if scratch_init(&scratch) < 0:
+            scratch_free(&scratch)
+            raise MemoryError()
+        try:
+            if self._merge(&scratch, <const uint8_t*>token, len(token), max_rank, &out) < 0:
+                raise MemoryError()
+            return [out.data[k] for k in range(out.size)]
+        finally:
+            free(out.data)
+            scratch_free(&scratch)
+
+
+cdef void* _address(out):
+    cdef uint32_t[::1] view = out
+    return <void*>&view[0]

@@ -1,0 +1,132 @@
+"""Encoding: exactly tiktoken's ids, exactly bpe.pure's, and the API around them."""
+import pickle
+
+import hypothesis.strategies as st
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+import bpe
+from bpe import pure
+
+from conftest import SHAKESPEARE, random_corpus
+from test_native_pretok import PIECES
+from tiktoken_reference import get_encoding
+
+NAMES = ["gpt2", "cl100k_base", "o200k_base"]
+SPECIALS = ["<|endoftext|>", "<|endofprompt|>", "<|fim_prefix|>"]
+stress_text = st.lists(st.sampled_from(PIECES + SPECIALS + [" hello", "world", "123"]),
+                       max_size=40).map("".join)
+
+
+@pytest.fixture(scope="module", params=NAMES)
+def pair(request):
+    return bpe.load(request.param), get_encoding(request.param)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=stress_text)
+def test_matches_tiktoken_on_stress_text(pair, text):
+    tok, reference = pair
+    assert tok.encode(text) == reference.encode(text, allowed_special="all")
+    assert tok.encode_ordinary(text) == reference.encode_ordinary(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(max_size=80))
+def test_matches_tiktoken_on_any_text(pair, text):
+    tok, reference = pair
+    assert tok.encode(text) == reference.encode(text, allowed_special="all")
+
+
+def test_matches_tiktoken_on_a_whole_file(pair):
+    tok, reference = pair
+    text = open(SHAKESPEARE, encoding="utf-8").read()
+    assert np.array_equal(tok.encode_to_numpy(text), reference.encode_to_numpy(text))
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=80))
+def test_decode_inverts_encode(text):
+    tok = bpe.load("o200k_base")
+    assert tok.decode(tok.encode(text)) == text
+
+
+def test_lone_surrogates_become_replacement_characters():
+    tok = bpe.load("gpt2")
+    assert tok.decode(tok.encode("a\ud800b")) == "a\ufffdb"
+
+
+@pytest.mark.parametrize("pattern", ["gpt2", "cl100k", "o200k", None, r"\w+|\W+"], ids=str)
+@pytest.mark.parametrize("seed", range(3))
+def test_trained_tokenizer_matches_pure(pattern, seed):
+    corpus = random_corpus(seed, special="<|endoftext|>")
+    tok = bpe.train_from_iterator([corpus], 256 + 1 + 150, ["<|endoftext|>"], pattern=pattern,
+                                  num_workers=1)
+    for text in (corpus, random_corpus(seed + 100, n_words=100, special="<|endoftext|>")):
+        expected = pure.encode(text, tok.vocab, tok.merges, tok.special_tokens, pattern)
+        assert tok.encode(text) == expected
+        assert tok.decode(expected) == text
+
+
+def test_priority_not_left_to_right():
+    # (b, c) was learned before (a, b): "abc" must merge b+c first.
+    vocab = {i: bytes([i]) for i in range(256)}
+    vocab[256], vocab[257] = b"bc", b"ab"
+    tok = bpe.Tokenizer(vocab, [(b"b", b"c"), (b"a", b"b")], pattern=None)
+    assert tok.encode("abc") == [ord("a"), 256]
+    assert tok.encode("abab") == [257, 257]
+
+
+def test_a_million_byte_pretoken():
+    tok = bpe.load("gpt2")
+    ids = tok.encode("a" * 1_000_000)
+    assert tok.decode(ids) == "a" * 1_000_000
+    assert ids == get_encoding("gpt2").encode("a" * 1_000_000)
+
+
+def test_special_token_policies():
+    tok = bpe.load("cl100k_base")
+    text = "x<|endoftext|>y<|fim_prefix|>"
+    assert tok.encode(text)[1] == 100257 and tok.encode(text)[-1] == 100258
+    ordinary = tok.encode(text, allowed_special=set())
+    assert 100257 not in ordinary and tok.decode(ordinary) == text
+    with pytest.raises(ValueError, match="disallowed special token '<\\|fim_prefix\\|>'"):
+        tok.encode(text, allowed_special={"<|endoftext|>"}, disallowed_special="all")
+    assert tok.encode(text, allowed_special={"<|endoftext|>"})[-1] != 100258
+
+
+def test_longest_special_token_first():
+    vocab = {i: bytes([i]) for i in range(256)}
+    vocab[256], vocab[257] = b"<s>", b"<s><s>"
+    tok = bpe.Tokenizer(vocab, [], {"<s>": 256, "<s><s>": 257})
+    assert tok.encode("<s><s><s>") == [257, 256]
+
+
+def test_numpy_dtypes_and_count():
+    gpt2, o200k = bpe.load("gpt2"), bpe.load("o200k_base")
+    assert gpt2.encode_to_numpy("hello").dtype == np.uint16
+    assert o200k.encode_to_numpy("hello").dtype == np.uint32
+    with pytest.raises(ValueError, match="cannot hold token id 200018"):
+        o200k.encode_to_numpy("hello", dtype=np.uint16)
+    assert o200k.count("hello world<|endoftext|>") == 3
+
+
+def test_decode_unknown_id_names_it():
+    with pytest.raises(ValueError, match="token id 999999 is not in the vocab"):
+        bpe.load("gpt2").decode([15496, 999999])
+
+
+def test_batch_threads_and_pickle():
+    tok = bpe.load("gpt2")
+    texts = [random_corpus(seed, n_words=200) for seed in range(8)]
+    assert tok.encode_batch(texts, num_threads=2) == [tok.encode(t) for t in texts]
+    clone = pickle.loads(pickle.dumps(tok))
+    assert clone == tok and clone.encode(texts[0]) == tok.encode(texts[0])
+
+
+def test_ranks_give_back_merges():
+    # cl100k ships ranks only: the derived merges rebuild every token in order.
+    tok = bpe.load("cl100k_base")
+    assert len(tok.merges) == 100256 - 256
+    assert all(tok.vocab[256 + k] == a + b for k, (a, b) in enumerate(tok.merges[:1000]))
