@@ -5,6 +5,7 @@ all refer to these definitions.
 """
 from __future__ import annotations
 
+import functools
 from typing import Iterator, Optional, Sequence
 
 import regex
@@ -108,6 +109,11 @@ def check_special_tokens(special_tokens: Sequence[str]) -> list[str]:
 
 
 def special_regex(special_tokens: Sequence[str], as_bytes: bool = False):
+    return _special_regex(tuple(special_tokens), as_bytes)
+
+
+@functools.lru_cache(maxsize=64)
+def _special_regex(special_tokens: tuple[str, ...], as_bytes: bool):
     """A regex matching any of ``special_tokens``, the longest first where they overlap.
 
     With ``as_bytes`` it matches their UTF-8 bytes in UTF-8 text, at the same

@@ -1,0 +1,65 @@
+"""Encoding throughput of bpe against tiktoken, single- and multi-threaded, same ids asserted.
+
+    python benchmarks/bench_encode.py --corpus ~/.cache/bpe-corpora/prose_en.txt --mb 20
+    python benchmarks/bench_encode.py --corpus ~/.cache/bpe-corpora/code_linux.txt --mb 20
+
+The sample is the first --mb megabytes, cut into documents at <|endoftext|>.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
+import bpe  # noqa: E402
+from tiktoken_reference import get_encoding  # noqa: E402
+
+
+def best_of(function, repeats: int = 3) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        function()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", required=True)
+    parser.add_argument("--mb", type=float, default=20)
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+    with open(args.corpus, encoding="utf-8") as f:
+        text = f.read(int(args.mb * 1e6))
+    documents = text.split("<|endoftext|>")
+    n_mb = len(text.encode("utf-8")) / 1e6
+    print(f"{os.path.basename(args.corpus)}: {n_mb:.1f} MB, {len(documents)} documents")
+    print(f"{'encoding':<12} {'bpe numpy':>10} {'bpe list':>9} {'tiktoken':>9} "
+          f"{'bpe x' + str(args.threads):>8} {'tiktoken x' + str(args.threads):>12}   MB/s")
+    for name in ("gpt2", "cl100k_base", "o200k_base"):
+        tok, reference = bpe.load(name), get_encoding(name)
+        ours = tok.encode_to_numpy(text)
+        theirs = reference.encode_to_numpy(text, allowed_special="all")
+        assert np.array_equal(ours, theirs), f"{name}: ids differ from tiktoken"
+        assert tok.encode_batch(documents, num_threads=args.threads) == \
+            reference.encode_batch(documents, num_threads=args.threads, allowed_special="all")
+        seconds = {
+            "numpy": best_of(lambda: tok.encode_to_numpy(text)),
+            "list": best_of(lambda: tok.encode(text)),
+            "tiktoken": best_of(lambda: reference.encode_to_numpy(text, allowed_special="all")),
+            "batch": best_of(lambda: tok.encode_batch(documents, num_threads=args.threads)),
+            "tiktoken_batch": best_of(lambda: reference.encode_batch(
+                documents, num_threads=args.threads, allowed_special="all")),
+        }
+        rate = {key: n_mb / value for key, value in seconds.items()}
+        print(f"{name:<12} {rate['numpy']:>10.1f} {rate['list']:>9.1f} {rate['tiktoken']:>9.1f} "
+              f"{rate['batch']:>8.1f} {rate['tiktoken_batch']:>12.1f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
