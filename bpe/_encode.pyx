@@ -369,10 +369,7 @@ cdef class Encoder:
                     status = self._encode_segment(&scratch, s + start, n - start, pattern)
             if status < 0:
                 raise MemoryError()
-            out = np.empty(scratch.out.size, dtype=np.uint32)
-            if scratch.out.size:
-                memcpy(_address(out), scratch.out.data, scratch.out.size * sizeof(uint32_t))
-            return out
+            return ids_to_array(&scratch.out)
         finally:
             scratch_free(&scratch)
 
@@ -387,10 +384,7 @@ cdef class Encoder:
             for piece in pieces:
                 if self._encode_piece(&scratch, <const uint8_t*>piece, len(piece)) < 0:
                     raise MemoryError()
-            out = np.empty(scratch.out.size, dtype=np.uint32)
-            if scratch.out.size:
-                memcpy(_address(out), scratch.out.data, scratch.out.size * sizeof(uint32_t))
-            return out
+            return ids_to_array(&scratch.out)
         finally:
             scratch_free(&scratch)
 
@@ -418,6 +412,10 @@ cdef class Encoder:
             scratch_free(&scratch)
 
 
-cdef void* _address(out):
+cdef object ids_to_array(const Ids* ids):
+    """A uint32 numpy array holding a copy of ``ids``."""
+    out = np.empty(ids.size, dtype=np.uint32)
     cdef uint32_t[::1] view = out
-    return <void*>&view[0]
+    if ids.size:
+        memcpy(&view[0], ids.data, ids.size * sizeof(uint32_t))
+    return out

@@ -149,6 +149,18 @@ cdef inline Py_ssize_t run_bytes(const uint8_t* s, Py_ssize_t i, Py_ssize_t n,
     return i
 
 
+cdef inline Py_ssize_t punctuation(const uint8_t* s, Py_ssize_t i, Py_ssize_t j, Py_ssize_t n,
+                                   uint8_t c, bint slash) noexcept nogil:
+    """`` ?[^\s\p{L}\p{N}]+`` then CR/LF (cl100k), or CR/LF/'/' (o200k, ``slash``):
+    the end, or -1. ``c`` is the class of the code point at ``i``, ``j`` the next start."""
+    cdef Py_ssize_t k
+    if s[i] == 32 and j < n and not (class_at(s, j, &k) & (LETTER | NUMBER | SPACE)):
+        return run_bytes(s, run_other(s, k, n), n, slash)
+    if not (c & SPACE):
+        return run_bytes(s, run_other(s, j, n), n, slash)
+    return -1
+
+
 cdef inline uint8_t folded(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, bint ignore_case,
                            Py_ssize_t* next_i) noexcept nogil:
     """The ASCII letter at ``i`` (case-folded if ``ignore_case``), or 0."""
@@ -226,7 +238,6 @@ cdef Py_ssize_t next_gpt2(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexcept
 cdef Py_ssize_t next_cl100k(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
     cdef Py_ssize_t j, k, end, last_start, last_newline_end
     cdef uint8_t c = class_at(s, i, &j)
-    cdef uint8_t c2
     if s[i] == 39:
         end = contraction(s, i, n, True)
         if end > 0:
@@ -239,12 +250,9 @@ cdef Py_ssize_t next_cl100k(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexce
             return run_with(s, k, n, LETTER)
     if c & NUMBER:
         return run_numbers(s, i, n, 3)
-    if s[i] == 32 and j < n:
-        c2 = class_at(s, j, &k)
-        if not (c2 & (LETTER | NUMBER | SPACE)):
-            return run_bytes(s, run_other(s, k, n), n, False)
-    if not (c & SPACE):
-        return run_bytes(s, run_other(s, j, n), n, False)
+    end = punctuation(s, i, j, n, c, False)
+    if end >= 0:
+        return end
     end = whitespace(s, i, n, &last_start, &last_newline_end)
     if end == n:
         return n                  # \s++$
@@ -289,7 +297,6 @@ cdef inline Py_ssize_t with_contraction(const uint8_t* s, Py_ssize_t end, Py_ssi
 cdef Py_ssize_t next_o200k(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
     cdef Py_ssize_t j, k, end, last_start, last_newline_end
     cdef uint8_t c = class_at(s, i, &j)
-    cdef uint8_t c2
     cdef bint prefix = not (c & (LETTER | NUMBER)) and s[i] != 13 and s[i] != 10
     # P?U*W+C?, then P?U+W*C?; each first with the optional prefix P, then without.
     if prefix:
@@ -308,12 +315,9 @@ cdef Py_ssize_t next_o200k(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexcep
         return with_contraction(s, end, n)
     if c & NUMBER:
         return run_numbers(s, i, n, 3)
-    if s[i] == 32 and j < n:
-        c2 = class_at(s, j, &k)
-        if not (c2 & (LETTER | NUMBER | SPACE)):
-            return run_bytes(s, run_other(s, k, n), n, True)
-    if not (c & SPACE):
-        return run_bytes(s, run_other(s, j, n), n, True)
+    end = punctuation(s, i, j, n, c, True)
+    if end >= 0:
+        return end
     end = whitespace(s, i, n, &last_start, &last_newline_end)
     if last_newline_end > 0:
         return last_newline_end   # \s*[\r\n]+
