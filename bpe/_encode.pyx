@@ -112,6 +112,36 @@ cdef int scratch_reserve(Scratch* s, int64_t n) noexcept nogil:
     return 0
 
 
+cdef class Session:
+    """Scratch buffers and a pre-token cache for one thread's encoding calls.
+
+    Kept across calls (one per thread), so the cache stays warm over a batch of
+    short texts; never shared between threads at the same time.
+    """
+    cdef Scratch scratch
+
+    def __cinit__(self):
+        if scratch_init(&self.scratch) < 0:
+            scratch_free(&self.scratch)
+            raise MemoryError()
+
+    def __dealloc__(self):
+        scratch_free(&self.scratch)
+
+    @property
+    def cached_pieces(self):
+        return self.scratch.cache.n_entries
+
+
+cdef void release_output(Scratch* s) noexcept nogil:
+    """Forget the call's ids; give back a very large output buffer."""
+    s.out.size = 0
+    if s.out.capacity > (1 << 22):
+        free(s.out.data)
+        s.out.data = NULL
+        s.out.capacity = 0
+
+
 cdef inline void heap_push(int64_t* heap, int64_t* size, int64_t key) noexcept nogil:
     cdef int64_t i = size[0]
     cdef int64_t parent
@@ -327,8 +357,9 @@ cdef class Encoder:
             i = end
         return 0
 
-    def encode(self, const uint8_t[::1] data, int pattern, const int64_t[::1] special_starts,
-               const int64_t[::1] special_ends, const uint32_t[::1] special_ids):
+    def encode(self, Session session, const uint8_t[::1] data, int pattern,
+               const int64_t[::1] special_starts, const int64_t[::1] special_ends,
+               const uint32_t[::1] special_ids):
         """The ids of UTF-8 ``data``: uint32 array.
 
         ``pattern`` is a native pattern id, or -1 to treat each segment whole.
@@ -340,7 +371,7 @@ cdef class Encoder:
         cdef Py_ssize_t k
         cdef int64_t start = 0
         cdef int status = 0
-        cdef Scratch scratch
+        cdef Scratch* scratch = &session.scratch
         cdef const uint8_t* s = &data[0] if n > 0 else NULL
         if pattern != WHOLE_SEGMENT:
             check_pattern(pattern)
@@ -350,14 +381,11 @@ cdef class Encoder:
             if not (start <= special_starts[k] <= special_ends[k] <= n):
                 raise ValueError("special token ranges must be sorted and inside the data")
             start = special_ends[k]
-        if scratch_init(&scratch) < 0:
-            scratch_free(&scratch)
-            raise MemoryError()
         try:
             with nogil:
                 start = 0
                 for k in range(n_special):
-                    status = self._encode_segment(&scratch, s + start, special_starts[k] - start,
+                    status = self._encode_segment(scratch, s + start, special_starts[k] - start,
                                                   pattern)
                     if status < 0 or ids_reserve(&scratch.out, 1) < 0:
                         status = -1
@@ -366,27 +394,24 @@ cdef class Encoder:
                     scratch.out.size += 1
                     start = special_ends[k]
                 if status == 0:
-                    status = self._encode_segment(&scratch, s + start, n - start, pattern)
+                    status = self._encode_segment(scratch, s + start, n - start, pattern)
             if status < 0:
                 raise MemoryError()
             return ids_to_array(&scratch.out)
         finally:
-            scratch_free(&scratch)
+            release_output(scratch)
 
-    def encode_pieces(self, pieces):
+    def encode_pieces(self, Session session, pieces):
         """The ids of a list of pre-tokens (bytes), for patterns the native scanners lack."""
-        cdef Scratch scratch
+        cdef Scratch* scratch = &session.scratch
         cdef bytes piece
-        if scratch_init(&scratch) < 0:
-            scratch_free(&scratch)
-            raise MemoryError()
         try:
             for piece in pieces:
-                if self._encode_piece(&scratch, <const uint8_t*>piece, len(piece)) < 0:
+                if self._encode_piece(scratch, <const uint8_t*>piece, len(piece)) < 0:
                     raise MemoryError()
             return ids_to_array(&scratch.out)
         finally:
-            scratch_free(&scratch)
+            release_output(scratch)
 
     def split(self, bytes token, int max_rank):
         """The parts of ``token`` when only merges of rank < ``max_rank`` apply (ids, list).

@@ -128,6 +128,29 @@ def _special_regex(special_tokens: tuple[str, ...], as_bytes: bool):
     return regex.compile("|".join(regex.escape(token) for token in ordered))
 
 
+def special_spans(text, special_tokens) -> list[tuple[int, int, int]]:
+    """``(start, end, index)`` of each special token in ``text``, the rule of
+    ``split_special`` computed with ``find`` (memchr speed) instead of a regex.
+
+    ``text`` and ``special_tokens`` are both str or both bytes; ``index`` points
+    into ``special_tokens``. Leftmost first; at one position the longest wins.
+    """
+    found = []
+    for index, token in enumerate(special_tokens):
+        position = text.find(token)
+        while position >= 0:
+            found.append((position, -len(token), index))
+            position = text.find(token, position + 1)
+    found.sort()
+    spans = []
+    end = 0
+    for start, negative_length, index in found:
+        if start >= end:
+            end = start - negative_length
+            spans.append((start, end, index))
+    return spans
+
+
 def native_pattern_id(pattern: Optional[str]) -> Optional[int]:
     """The native scanner's id for a built-in pattern (tables installed), else None."""
     pattern = canonical_pattern(pattern)

@@ -18,7 +18,7 @@ import regex
 from bpe.chunking import Chunk, plan_chunks
 from bpe._pretok import Interner
 from bpe.patterns import (canonical_pattern, check_special_tokens, compile_pattern,
-                          native_pattern_id, special_regex, split_special)
+                          native_pattern_id, special_spans, split_special)
 
 PathLike = Union[str, "os.PathLike[str]"]
 FORMAT_VERSION = 1
@@ -188,13 +188,12 @@ def _count_utf8(texts: Sequence[bytes], special_tokens: Sequence[str],
         return PretokenCounts.from_mapping(
             {key.encode("utf-8", "surrogatepass"): count for key, count in counter.items()}, pattern)
     interner = Interner()
-    matcher = special_regex(special_tokens, as_bytes=True)
+    specials = [token.encode("utf-8") for token in special_tokens]
     for data in texts:
         start = 0
-        if matcher is not None:
-            for match in matcher.finditer(data):
-                interner.count(data, native, start, match.start())
-                start = match.end()
+        for special_start, special_end, _index in special_spans(data, specials):
+            interner.count(data, native, start, special_start)
+            start = special_end
         interner.count(data, native, start, len(data))
     return PretokenCounts(*interner.arrays(), pattern)
 

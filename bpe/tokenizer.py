@@ -1,6 +1,8 @@
 """The Tokenizer: a vocabulary, its ordered merges, special tokens and a pattern."""
 from __future__ import annotations
 
+import contextlib
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import AbstractSet, Collection, Iterable, Iterator, Literal, Mapping, Optional, Sequence, Union
@@ -8,7 +10,8 @@ from typing import AbstractSet, Collection, Iterable, Iterator, Literal, Mapping
 import numpy as np
 
 from bpe.patterns import (canonical_pattern, check_special_tokens, compile_pattern,
-                          native_pattern_id, special_regex, split_special)
+                          native_pattern_id, special_regex, special_spans,
+                          split_special)
 
 Pair = tuple[bytes, bytes]
 
@@ -48,10 +51,12 @@ class Tokenizer:
                 self._ids_by_bytes.setdefault(token, token_id)
         self._encoder_lock = threading.Lock()
         self._encoder = None
+        self._idle_sessions: list = []
         for byte in range(256):
             if bytes([byte]) not in self._ids_by_bytes:
                 raise ValueError(f"the vocab has no token for byte {byte:#04x}")
         self.merges = self._check_merges(merges) if merges is not None else self._merges_from_ranks()
+        self._n_vocab = max(self.vocab) + 1 if self.vocab else 0
 
     def _check_special_tokens(self, special_tokens) -> dict[str, int]:
         if special_tokens is None:
@@ -129,6 +134,26 @@ class Tokenizer:
                     self._encoder = self._build_encoder(ranked)
         return self._encoder
 
+    @contextlib.contextmanager
+    def _session(self):
+        """An encoding session (scratch buffers and a warm pre-token cache) for one call.
+
+        Sessions are pooled on the tokenizer rather than kept per thread, so
+        caches stay warm across calls even when thread pools come and go; a
+        session serves one call at a time.
+        """
+        with self._encoder_lock:
+            session = self._idle_sessions.pop() if self._idle_sessions else None
+        if session is None:
+            from bpe._encode import Session
+
+            session = Session()
+        try:
+            yield session
+        finally:
+            with self._encoder_lock:
+                self._idle_sessions.append(session)
+
     # ------------------------------------------------------------------ encoding
 
     def _allowed(self, allowed_special, disallowed_special, text: str) -> list[str]:
@@ -164,13 +189,14 @@ class Tokenizer:
         native = native_pattern_id(self.pattern)
         if native is None and self.pattern is not None:
             return self._encode_with_regex(text, allowed)
-        matcher = special_regex(allowed, as_bytes=True)
-        spans = [] if matcher is None else [match.span() for match in matcher.finditer(data)]
-        ids = [self.special_tokens[data[a:b].decode("utf-8")] for a, b in spans]
-        return kernel.encode(np.frombuffer(data, dtype=np.uint8), -1 if native is None else native,
-                             np.array([a for a, _ in spans], dtype=np.int64),
-                             np.array([b for _, b in spans], dtype=np.int64),
-                             np.array(ids, dtype=np.uint32))
+        spans = special_spans(data, [token.encode("utf-8") for token in allowed]) if allowed else []
+        with self._session() as session:
+            return kernel.encode(session, np.frombuffer(data, dtype=np.uint8),
+                                 -1 if native is None else native,
+                                 np.array([start for start, _, _ in spans], dtype=np.int64),
+                                 np.array([end for _, end, _ in spans], dtype=np.int64),
+                                 np.array([self.special_tokens[allowed[i]] for _, _, i in spans],
+                                          dtype=np.uint32))
 
     def _encode_with_regex(self, text: str, allowed: Sequence[str]) -> np.ndarray:
         """Custom patterns: regex pre-tokenizes, the kernel merges."""
@@ -178,7 +204,9 @@ class Tokenizer:
         kernel = self._kernel()
         parts = []
         for segment, special in split_special(text, allowed):
-            parts.append(kernel.encode_pieces([p.encode("utf-8") for p in compiled.findall(segment)]))
+            pieces = [p.encode("utf-8") for p in compiled.findall(segment)]
+            with self._session() as session:
+                parts.append(kernel.encode_pieces(session, pieces))
             if special is not None:
                 parts.append(np.array([self.special_tokens[special]], dtype=np.uint32))
         return np.concatenate(parts)
@@ -217,12 +245,22 @@ class Tokenizer:
 
     def encode_batch(self, texts: Sequence[str], *, num_threads: Optional[int] = None,
                      allowed_special="all", disallowed_special=()) -> list[list[int]]:
-        """Encode many texts on a thread pool; the kernel runs without the GIL."""
-        def one(text):
-            return self.encode(text, allowed_special=allowed_special,
-                               disallowed_special=disallowed_special)
+        """Encode many texts on a thread pool; the kernel runs without the GIL.
+
+        Each thread takes a contiguous share of the texts (one task per thread,
+        not per text), so short texts do not pay the pool's per-task cost.
+        """
+        texts = list(texts)
+        num_threads = max(1, min(num_threads or os.cpu_count() or 1, len(texts)))
+
+        def share(part: int) -> list[list[int]]:
+            begin, end = part * len(texts) // num_threads, (part + 1) * len(texts) // num_threads
+            return [self.encode(text, allowed_special=allowed_special,
+                                disallowed_special=disallowed_special) for text in texts[begin:end]]
+        if num_threads == 1:
+            return share(0)
         with ThreadPoolExecutor(max_workers=num_threads) as pool:
-            return list(pool.map(one, texts))
+            return [ids for part in pool.map(share, range(num_threads)) for ids in part]
 
     def count(self, text: str) -> int:
         """How many tokens ``text`` encodes to (special tokens recognised)."""
@@ -243,17 +281,18 @@ class Tokenizer:
     def __getstate__(self):
         state = self.__dict__.copy()
         state["_encoder"] = None
-        del state["_encoder_lock"]
+        del state["_encoder_lock"], state["_idle_sessions"]
         return state
 
     def __setstate__(self, state):
         self.__dict__.update(state)
         self._encoder_lock = threading.Lock()
+        self._idle_sessions = []
 
     @property
     def n_vocab(self) -> int:
         """One more than the largest id (tiktoken's meaning)."""
-        return max(self.vocab) + 1 if self.vocab else 0
+        return self._n_vocab
 
     def save(self, path) -> str:
         """Write this tokenizer in bpe's own format; a directory gets ``tokenizer.bpe``.

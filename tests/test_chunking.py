@@ -89,3 +89,22 @@ def test_counts_identical_for_any_chunk_size_and_workers(write_text):
                                          chunk_size=chunk_size)
             assert counts == reference
     assert reference.to_dict() == dict(pure.count_pretokens([text], ["<|endoftext|>"]))
+
+
+special_pieces = st.lists(st.sampled_from(["a", "<", "|", ">", "<|", "|>", "<|x|>", "<|x|><|x|>", "é"]),
+                          max_size=30).map("".join)
+
+
+@settings(max_examples=500, deadline=None)
+@given(special_pieces)
+def test_special_spans_follow_split_special(text):
+    from bpe.patterns import special_spans, split_special
+
+    for specials in (["<|x|>"], ["<|x|>", "<|x|><|x|>"], ["|>", "<|", "<|x|>"], ["x|><", "<|x"]):
+        expected = [special for _, special in split_special(text, specials) if special is not None]
+        spans = special_spans(text, specials)
+        assert [specials[i] for _, _, i in spans] == expected
+        assert all(text[a:b] == specials[i] for a, b, i in spans)
+        data = text.encode()
+        byte_spans = special_spans(data, [t.encode() for t in specials])
+        assert [data[a:b].decode() for a, b, _ in byte_spans] == expected
