@@ -73,13 +73,14 @@ def _find_safe_cut(file: BinaryIO, start: int, stop: int, pattern: Optional[str]
     """The first safe pattern cut in ``[start, stop)``, or -1."""
     position = start
     while position < stop:
-        # Two bytes of left context and one of right context around each candidate.
-        window = _read_at(file, position - 2, WINDOW_BYTES + 3)
+        # Two bytes of left context and two of right context around each candidate.
+        window = _read_at(file, position - 2, WINDOW_BYTES + 4)
         base = max(position - 2, 0)
-        cut = find_safe_cut(window, pattern, start=position - base)
+        cut = find_safe_cut(window[:position - base + WINDOW_BYTES + 2], pattern,
+                            start=position - base)
         if cut >= 0:
             return base + cut if base + cut < stop else -1
-        if len(window) < WINDOW_BYTES + 3:
+        if len(window) < WINDOW_BYTES + 4:
             return -1
         position += WINDOW_BYTES
     return -1

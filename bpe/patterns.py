@@ -185,57 +185,52 @@ def split_special(text: str, special_tokens: Sequence[str]) -> Iterator[tuple[st
 
 # --------------------------------------------------------------------------- safe cuts
 
-_ASCII_WORD_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
-_ASCII_VISIBLE_BYTES = frozenset(range(0x21, 0x7F))
+#: Positions where splitting text provably leaves the pre-tokens of gpt2, cl100k
+#: and o200k unchanged, whatever follows (see ``is_safe_cut``).
+SAFE_CUT_SOURCE = r"(?<=[!-~]\n)(?=[A-Za-z0-9])|(?<=[A-Za-z])(?= [A-Za-z])"
+_SAFE_CUT = {str: regex.compile(SAFE_CUT_SOURCE), bytes: regex.compile(SAFE_CUT_SOURCE.encode())}
+_LAST_SAFE_CUT = {str: regex.compile(SAFE_CUT_SOURCE, regex.REVERSE),
+                  bytes: regex.compile(SAFE_CUT_SOURCE.encode(), regex.REVERSE)}
 
 
-def is_safe_cut(before: bytes, after: bytes, pattern: Optional[str]) -> bool:
-    """Whether splitting text between ``before`` and ``after`` provably leaves its
-    pre-tokens unchanged (for the built-in patterns only).
+def is_safe_cut(text, position: int, pattern: Optional[str]) -> bool:
+    """Whether splitting ``text`` (str or UTF-8 bytes) at ``position`` provably
+    leaves its pre-tokens unchanged, for the built-in patterns.
 
-    ``before`` must end with at least two bytes and ``after`` start with one. The
-    cut qualifies when the text reads ``V "\\n" W`` across it: ``V`` an ASCII
-    visible (non-space) character, ``W`` an ASCII letter or digit. Why this holds
-    for gpt2, cl100k and o200k:
+    Two shapes qualify (``SAFE_CUT_SOURCE``), each reading ASCII around the cut:
 
-    * The newline is a whitespace run of length one (``V`` is not whitespace and
-      ``W`` is not), so no whitespace branch reaches past it; it is matched alone
-      (``\\s+`` / ``\\s*[\\r\\n]``), or appended to a punctuation run by cl100k's
-      ``[\\r\\n]*`` / o200k's ``[\\r\\n/]*``, which stop at ``W`` with or without
-      the text after the cut.
-    * No branch may start with a newline and continue into a letter or digit: the
-      optional leading character of the letter branches excludes ``\\r\\n``, and
-      the space-prefixed branches take only ``' '``.
-    * So a match ends exactly at the cut in the whole text and in the left part
-      (where end-of-text satisfies the same lookaheads ``(?!\\S)`` and ``$``), and
-      the patterns look no further behind than the match start, so the right part
-      is matched as in the whole text. ASCII bytes never occur inside a multi-byte
-      UTF-8 sequence, so the cut is also a character boundary.
+    1. ``V "\n" | W``: V a visible ASCII character, W an ASCII letter or digit.
+       The newline is a whitespace run of one (V and W are not whitespace), so
+       no whitespace branch reaches past it; it is matched alone
+       (``\s+``, ``\s*[\r\n]``, or ``\s+(?!\S)`` at the end of the left
+       part) or appended to a punctuation run by cl100k's ``[\r\n]*`` / o200k's
+       ``[\r\n/]*``, which stop at W either way.
+    2. ``L | " " L``: letters on both sides of a space. The letter run before the
+       cut ends there in the whole text (the space is no letter) and at the end of
+       the left part alike; o200k's backtracking and contraction suffix look only
+       at that next character, which is no letter, mark or apostrophe either way.
+       The space then starts the next pre-token (`` ?\p{L}+`` in gpt2, the
+       optional leading character in cl100k and o200k).
 
-    Custom patterns and ``pattern=None`` have no safe cut except at special tokens.
+    In both, a match ends exactly at the cut in the whole text and in the left
+    part, and the patterns never look behind a match's start, so the right part
+    is matched as in the whole text. ASCII bytes never occur inside a multi-byte
+    UTF-8 sequence, so the cut is a character boundary too. Custom patterns and
+    ``pattern=None`` have no safe cut except at special tokens.
     ``tests/test_chunking.py`` checks the claim against ``regex`` on random text.
     """
     if canonical_pattern(pattern) not in PATTERNS:
         return False
-    return (
-        len(before) >= 2
-        and len(after) >= 1
-        and before[-1] == 0x0A
-        and before[-2] in _ASCII_VISIBLE_BYTES
-        and after[0] in _ASCII_WORD_BYTES
-    )
+    return _SAFE_CUT[type(text)].match(text, position) is not None
 
 
-def find_safe_cut(window: bytes, pattern: Optional[str], start: int = 2) -> int:
-    """The first position ``p >= start`` in ``window`` where ``is_safe_cut`` holds, or -1."""
+def find_safe_cut(text, pattern: Optional[str], start: int = 0, last: bool = False) -> int:
+    """The first (or ``last``) position ``>= start`` where ``is_safe_cut`` holds, or -1.
+
+    A cut needs one character of context on its right, so the last position
+    of ``text`` never qualifies.
+    """
     if canonical_pattern(pattern) not in PATTERNS:
         return -1
-    position = max(start, 2) - 1
-    while True:
-        position = window.find(b"\n", position)
-        if position < 0 or position + 1 >= len(window):
-            return -1
-        cut = position + 1
-        if is_safe_cut(window[:cut], window[cut:cut + 1], pattern):
-            return cut
-        position += 1
+    match = (_LAST_SAFE_CUT if last else _SAFE_CUT)[type(text)].search(text, start)
+    return -1 if match is None else match.start()

@@ -9,7 +9,7 @@ from typing import AbstractSet, Collection, Iterable, Iterator, Literal, Mapping
 
 import numpy as np
 
-from bpe.patterns import (canonical_pattern, check_special_tokens, compile_pattern,
+from bpe.patterns import (canonical_pattern, check_special_tokens, compile_pattern, find_safe_cut,
                           native_pattern_id, special_regex, special_spans,
                           split_special)
 
@@ -261,6 +261,58 @@ class Tokenizer:
             return share(0)
         with ThreadPoolExecutor(max_workers=num_threads) as pool:
             return [ids for part in pool.map(share, range(num_threads)) for ids in part]
+
+    def encode_iterable(self, texts: Iterable[str], *, allowed_special="all",
+                        disallowed_special=(), flush_chars: int = 1 << 16) -> Iterator[int]:
+        """Lazily yield the ids of ``"".join(texts)``, holding only a window in memory.
+
+        Text is encoded up to the last position where cutting cannot change the
+        result: a safe cut of the pattern (``patterns.is_safe_cut``) or, for
+        custom patterns and None, the start of a special token, in both cases at
+        least one special token's length before the end of what has been read
+        (so no special token can straddle it). Memory is bounded by
+        ``flush_chars`` plus the longest stretch of text without such a cut.
+        """
+        specials = list(self.special_tokens)
+        room = max((len(token) for token in specials), default=0)
+        pending: list[str] = []
+        size = 0
+        next_attempt = flush_chars
+        for text in texts:
+            pending.append(text)
+            size += len(text)
+            if size < next_attempt:
+                continue
+            buffer = "".join(pending)
+            cut = self._last_stream_cut(buffer, specials, room)
+            if cut > 0:
+                yield from self.encode_to_numpy(buffer[:cut], dtype=np.uint32,
+                                                allowed_special=allowed_special,
+                                                disallowed_special=disallowed_special).tolist()
+                buffer = buffer[cut:]
+            pending, size = [buffer], len(buffer)
+            # Without a cut, wait for the buffer to double: joins stay linear in total.
+            next_attempt = max(flush_chars, 2 * size if cut <= 0 else flush_chars)
+        yield from self.encode_to_numpy("".join(pending), dtype=np.uint32,
+                                        allowed_special=allowed_special,
+                                        disallowed_special=disallowed_special).tolist()
+
+    def _last_stream_cut(self, buffer: str, specials: list[str], room: int) -> int:
+        """The last position of ``buffer`` where encoding may be split, or -1."""
+        limit = len(buffer) - room
+        spans = special_spans(buffer, specials) if specials else []
+        if native_pattern_id(self.pattern) is None:
+            starts = [start for start, end, _ in spans if end <= limit]
+            return starts[-1] if starts else -1
+        end = limit
+        while end > 0:
+            cut = find_safe_cut(buffer[:end], self.pattern, last=True)
+            if cut <= 0:
+                return -1
+            if not any(start < cut < stop for start, stop, _ in spans):
+                return cut
+            end = cut
+        return -1
 
     def count(self, text: str) -> int:
         """How many tokens ``text`` encodes to (special tokens recognised)."""

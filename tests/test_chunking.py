@@ -11,14 +11,15 @@ from conftest import TIE_ALPHABET, UNICODE_ALPHABET
 
 pieces = st.sampled_from(TIE_ALPHABET + UNICODE_ALPHABET + [
     "\n", "\n\n", "\r\n", " \n", "\nA", "\n1", "x\n", ".\n", "'\n", "/\n", "'s", "'S",
-    "\n/", "  ", "\u3000", "\u2028", "A", "Z9", ":\n",
+    "\n/", "  ", "\u3000", "\u2028", "A", "Z9", ":\n", " x", "x ", " X", "ab cd", "'ll", " '",
+    "\u0301", "ǅ", "ʰ", "HELLO", " 1",
 ])
 texts = st.lists(pieces, max_size=60).map("".join)
 
 
 def safe_cuts(text: str, pattern: str) -> list[int]:
     data = text.encode("utf-8")
-    return [p for p in range(len(data) + 1) if is_safe_cut(data[:p], data[p:p + 1], pattern)]
+    return [p for p in range(len(data) + 1) if is_safe_cut(data, p, pattern)]
 
 
 @settings(max_examples=300, deadline=None)
@@ -35,7 +36,7 @@ def test_safe_cuts_do_not_change_pretokens(text):
 def test_the_rule_is_not_vacuous():
     # The property above must see cuts, and unsafe neighbours of them must differ.
     text = "Hello.\nWorld\n\nagain x\nyes"
-    assert safe_cuts(text, "gpt2") == [7, 22]
+    assert safe_cuts(text, "gpt2") == [7, 19, 22]
     # Cutting inside a whitespace run changes gpt2's pre-tokens: the rule refuses it.
     text = "a\n\n x"
     assert pretokenize(text, "gpt2") == ["a", "\n\n", " x"]
@@ -45,6 +46,7 @@ def test_the_rule_is_not_vacuous():
 
 def test_custom_patterns_and_none_have_no_safe_cut():
     assert find_safe_cut(b"ab.\nword", "gpt2") == 4
+    assert find_safe_cut("one two three", "o200k", last=True) == 7
     assert find_safe_cut(b"ab.\nword", r"\w+") == -1
     assert find_safe_cut(b"ab.\nword", None) == -1
 
@@ -56,15 +58,20 @@ def test_boundaries_snap_to_special_tokens_and_never_split_one(write_text):
     path = write_text(text)
     data = text.encode()
     doubles = [i for i in range(len(data)) if data.startswith(double.encode(), i)]
+    at_special = 0
     for chunk_size in (5, 50, 333):
         chunks = plan_chunks([path], chunk_size, [eot, double], "gpt2")
         assert chunks[0].start == 0 and chunks[-1].end == len(data)
         for before, after in zip(chunks, chunks[1:]):
             assert before.end == after.start
-            assert data[after.start:].startswith(eot.encode())
-            # Never between the two halves of the longer special token.
+            # At a special token, or (none within reach) at a safe cut...
+            assert (data[after.start:].startswith(eot.encode())
+                    or is_safe_cut(data, after.start, "gpt2")), after.start
+            # ...and never between the two halves of the longer special token.
             assert not any(start < after.start < start + len(double)
                            for start in doubles), after.start
+            at_special += data[after.start:].startswith(eot.encode())
+    assert at_special > 0
 
 
 def test_boundaries_without_special_tokens_are_safe_cuts(write_text):
@@ -74,7 +81,7 @@ def test_boundaries_without_special_tokens_are_safe_cuts(write_text):
     chunks = plan_chunks([path], 100, [], "gpt2")
     assert len(chunks) > 10
     for chunk in chunks[1:]:
-        assert is_safe_cut(data[:chunk.start], data[chunk.start:chunk.start + 1], "gpt2")
+        assert is_safe_cut(data, chunk.start, "gpt2")
     # A custom pattern without special tokens cannot be cut: one chunk.
     assert len(plan_chunks([path], 100, [], r"\S+")) == 1
 

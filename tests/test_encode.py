@@ -149,3 +149,42 @@ def test_ranks_give_back_merges():
     tok = bpe.load("cl100k_base")
     assert len(tok.merges) == 100256 - 256
     assert all(tok.vocab[256 + k] == a + b for k, (a, b) in enumerate(tok.merges[:1000]))
+
+
+@settings(max_examples=100, deadline=None)
+@given(text=stress_text, cuts=st.lists(st.integers(0, 200), max_size=8))
+def test_encode_iterable_equals_encode_of_the_join(pair, text, cuts):
+    tok, _ = pair
+    bounds = sorted({min(c, len(text)) for c in cuts} | {0, len(text)})
+    items = [text[a:b] for a, b in zip(bounds, bounds[1:])]
+    assert list(tok.encode_iterable(items, flush_chars=4)) == tok.encode(text)
+
+
+@pytest.mark.parametrize("pattern", ["gpt2", None])
+def test_encode_iterable_with_special_tokens_across_items(pattern):
+    vocab = {i: bytes([i]) for i in range(256)}
+    vocab[256], vocab[257] = b"<|endoftext|>", b"<|endoftext|><|endoftext|>"
+    tok = bpe.Tokenizer(vocab, [], {"<|endoftext|>": 256, "<|endoftext|><|endoftext|>": 257},
+                        pattern=pattern)
+    text = ("word one two<|endoftext|><|endoftext|>three four\nfive<|endoftext|>six " * 40)
+    for step in (1, 3, 7, 50):
+        items = [text[i:i + step] for i in range(0, len(text), step)]
+        assert list(tok.encode_iterable(items, flush_chars=16)) == tok.encode(text)
+
+
+def test_encode_iterable_memory_is_bounded(tmp_path):
+    import tracemalloc
+
+    tok = bpe.load("gpt2")
+    path = tmp_path / "five_mb.txt"
+    shakespeare = open(SHAKESPEARE, encoding="utf-8").read()
+    path.write_text(shakespeare * 5, encoding="utf-8")          # 5.6 MB
+    tok.encode("warm up the kernel and its session")
+    tracemalloc.start()
+    with open(path, encoding="utf-8") as lines:
+        n_tokens = sum(1 for _ in tok.encode_iterable(lines))
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert peak < 3 * 2**20, f"peak {peak / 2**20:.1f} MiB of Python allocations"
+    with open(path, encoding="utf-8") as f:
+        assert n_tokens == len(tok.encode_to_numpy(f.read()))
