@@ -1,4 +1,4 @@
-"""Reading and writing tokenizers: our own format (more formats join with the encoder).
+"""Reading and writing tokenizers: our own format, GPT-2's files, tiktoken's, Hugging Face's.
 
 Own format (``tokenizer.bpe``), UTF-8 text, one record per line::
 
@@ -140,6 +140,135 @@ def load_own(path: str):
         return Tokenizer(vocab, merges, special_tokens, pattern=pattern)
     except ValueError as e:
         raise TokenizerFileError(f"{path}: {e}") from None
+
+
+# --------------------------------------------------------------------------- GPT-2 files
+
+def _gpt2_byte_maps() -> tuple[dict[int, str], dict[str, int]]:
+    from bpe.pretrained import gpt2_byte_decoder
+
+    decoder = gpt2_byte_decoder()
+    return {b: c for c, b in decoder.items()}, decoder
+
+
+def _to_gpt2_text(token: bytes, encoder: dict[int, str]) -> str:
+    return "".join(encoder[b] for b in token)
+
+
+def _from_gpt2_text(text: str, decoder: dict[str, int], where: str) -> bytes:
+    try:
+        return bytes(decoder[c] for c in text)
+    except KeyError as e:
+        raise TokenizerFileError(f"{where}: {e.args[0]!r} is not one of GPT-2's byte characters") from None
+
+
+def read_gpt2_files(vocab_json: str, merges_txt: str):
+    """``(vocab, merges)`` from GPT-2's ``encoder.json``/``vocab.json`` and ``vocab.bpe``/``merges.txt``."""
+    _, decoder = _gpt2_byte_maps()
+    for path in (vocab_json, merges_txt):
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"{path}: no such file")
+    try:
+        with open(vocab_json, encoding="utf-8") as f:
+            encoded = json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise TokenizerFileError(f"{vocab_json}: not a JSON vocabulary: {e}") from None
+    if not isinstance(encoded, dict):
+        raise TokenizerFileError(f"{vocab_json}: expected a JSON object of token -> id")
+    vocab = {}
+    for text, token_id in encoded.items():
+        if not isinstance(token_id, int) or token_id < 0:
+            raise TokenizerFileError(f"{vocab_json}: token {text!r} has id {token_id!r}, not an int >= 0")
+        vocab[token_id] = _from_gpt2_text(text, decoder, f"{vocab_json}: token {text!r}")
+    merges = []
+    lines = _Lines(merges_txt)
+    while lines.position < len(lines.lines):
+        line = lines.next("a merge")
+        if lines.position == 1 and line.startswith("#version"):
+            continue
+        if not line:
+            continue
+        parts = line.split(" ")
+        if len(parts) != 2:
+            raise lines.error(f"expected two tokens separated by a space, found {line[:60]!r}")
+        where = f"{merges_txt}, line {lines.position}"
+        merges.append((_from_gpt2_text(parts[0], decoder, where), _from_gpt2_text(parts[1], decoder, where)))
+    return vocab, merges
+
+
+def write_gpt2_files(tokenizer, directory: str) -> tuple[str, str]:
+    """Write ``vocab.json`` and ``merges.txt`` (with a ``#version: 0.2`` line) into ``directory``."""
+    encoder, _ = _gpt2_byte_maps()
+    os.makedirs(directory, exist_ok=True)
+    vocab_path = os.path.join(directory, "vocab.json")
+    merges_path = os.path.join(directory, "merges.txt")
+    encoded = {_to_gpt2_text(token, encoder): token_id for token_id, token in sorted(tokenizer.vocab.items())}
+    if len(encoded) != len(tokenizer.vocab):
+        raise ValueError("the vocab holds the same bytes under two ids; GPT-2's vocab.json cannot")
+    atomic_write_text(vocab_path, json.dumps(encoded, ensure_ascii=False))
+    atomic_write_text(merges_path, "#version: 0.2\n" + "".join(
+        f"{_to_gpt2_text(a, encoder)} {_to_gpt2_text(b, encoder)}\n" for a, b in tokenizer.merges))
+    return vocab_path, merges_path
+
+
+# --------------------------------------------------------------------------- tiktoken files
+
+def write_tiktoken(tokenizer, path: str) -> str:
+    """Write the ordinary tokens as tiktoken's ``base64 rank`` lines (rank = id)."""
+    special_ids = set(tokenizer.special_tokens.values())
+    atomic_write_text(path, "".join(f"{_b64(token)} {token_id}\n"
+                                    for token_id, token in sorted(tokenizer.vocab.items())
+                                    if token_id not in special_ids))
+    return path
+
+
+# --------------------------------------------------------------------------- Hugging Face
+
+def write_huggingface(tokenizer, path: str) -> str:
+    """Write a ``tokenizer.json`` for Hugging Face ``tokenizers``: byte-level BPE, the
+    same pattern as a Split pre-tokenizer, special tokens as added tokens.
+
+    A directory gets ``tokenizer.json`` inside.
+    """
+    from bpe.patterns import pattern_regex
+
+    if os.path.isdir(path):
+        path = os.path.join(path, "tokenizer.json")
+    encoder, _ = _gpt2_byte_maps()
+    source = pattern_regex(tokenizer.pattern)
+    if source is not None:
+        # Oniguruma (tokenizers' regex engine) reads "{1,3}+" as a repeated interval,
+        # not a possessive one; as its own alternative, greedy "{1,3}" matches the same.
+        source = source.replace(r"\p{N}{1,3}+", r"\p{N}{1,3}")
+    pre_tokenizers = [] if source is None else [
+        {"type": "Split", "pattern": {"Regex": source}, "behavior": "Isolated", "invert": False}]
+    pre_tokenizers.append({"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
+                           "use_regex": False})
+    document = {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": [{"id": token_id, "content": name, "single_word": False, "lstrip": False,
+                          "rstrip": False, "normalized": False, "special": True}
+                         for name, token_id in tokenizer.special_tokens.items()],
+        "normalizer": None,
+        "pre_tokenizer": {"type": "Sequence", "pretokenizers": pre_tokenizers},
+        "post_processor": None,
+        "decoder": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
+                    "use_regex": False},
+        "model": {
+            "type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
+            "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False,
+            # A pre-token that is itself a token maps straight to it, as in bpe and tiktoken.
+            "ignore_merges": True,
+            "vocab": {_to_gpt2_text(token, encoder): token_id
+                      for token_id, token in sorted(tokenizer.vocab.items())},
+            "merges": [f"{_to_gpt2_text(a, encoder)} {_to_gpt2_text(b, encoder)}"
+                       for a, b in tokenizer.merges],
+        },
+    }
+    atomic_write_text(path, json.dumps(document, ensure_ascii=False))
+    return path
 
 
 def load(name_or_path):

@@ -346,6 +346,62 @@ class Tokenizer:
         """One more than the largest id (tiktoken's meaning)."""
         return self._n_vocab
 
+    @classmethod
+    def from_files(cls, vocab_json, merges_txt, special_tokens=None, *,
+                   pattern: Optional[str] = "gpt2") -> "Tokenizer":
+        """Load GPT-2 style files: ``vocab.json``/``encoder.json`` and ``merges.txt``/``vocab.bpe``
+        (with or without the ``#version`` line).
+
+        ``special_tokens`` (names or name -> id) must be in the vocab; by default
+        ``<|endoftext|>`` is special if the vocab has it.
+        """
+        from bpe.formats import TokenizerFileError, read_gpt2_files
+
+        vocab, merges = read_gpt2_files(os.fspath(vocab_json), os.fspath(merges_txt))
+        if special_tokens is None:
+            special_tokens = [t for t in ("<|endoftext|>",) if t.encode() in vocab.values()]
+        try:
+            return cls(vocab, merges, special_tokens, pattern=pattern)
+        except ValueError as e:
+            raise TokenizerFileError(f"{merges_txt}: {e}") from None
+
+    def to_files(self, directory) -> tuple[str, str]:
+        """Write GPT-2 style ``vocab.json`` and ``merges.txt`` into ``directory``."""
+        from bpe.formats import write_gpt2_files
+
+        return write_gpt2_files(self, os.fspath(directory))
+
+    @classmethod
+    def from_tiktoken(cls, path, *, pattern: Optional[str],
+                      special_tokens: Optional[Mapping[str, int]] = None) -> "Tokenizer":
+        """Load a tiktoken rank file (``base64 rank`` lines; ``.gz`` too); merges are
+        recovered from the ranks."""
+        from bpe.pretrained import read_tiktoken_ranks
+
+        path = os.fspath(path)
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"{path}: no such file")
+        vocab = read_tiktoken_ranks(path)
+        for name, token_id in (special_tokens or {}).items():
+            vocab[token_id] = name.encode("utf-8")
+        return cls(vocab, None, dict(special_tokens or {}), pattern=pattern)
+
+    def to_tiktoken(self, path) -> str:
+        """Write the ordinary tokens as a tiktoken rank file (rank = id).
+
+        ``tiktoken.Encoding(name, pat_str=..., mergeable_ranks=tiktoken.load.load_tiktoken_bpe(path),
+        special_tokens=tok.special_tokens)`` then encodes as this tokenizer does.
+        """
+        from bpe.formats import write_tiktoken
+
+        return write_tiktoken(self, os.fspath(path))
+
+    def to_huggingface(self, path) -> str:
+        """Write a Hugging Face ``tokenizer.json`` (a directory gets one inside)."""
+        from bpe.formats import write_huggingface
+
+        return write_huggingface(self, os.fspath(path))
+
     def save(self, path) -> str:
         """Write this tokenizer in bpe's own format; a directory gets ``tokenizer.bpe``.
 

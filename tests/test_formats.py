@@ -69,3 +69,84 @@ def test_constructor_checks_merges():
     vocab = {i: bytes([i]) for i in range(256)}
     with pytest.raises(ValueError, match=r"merge 0 \(b'a', b'b'\): token b'ab' is not in the vocab"):
         bpe.Tokenizer(vocab, [(b"a", b"b")])
+
+
+# ------------------------------------------------------------------ ecosystem formats
+
+import os  # noqa: E402
+
+from tiktoken_reference import DATA, get_encoding  # noqa: E402
+from conftest import SHAKESPEARE  # noqa: E402
+
+TEXTS = [open(SHAKESPEARE, encoding="utf-8").read()[:100_000],
+         random_corpus(7, special="<|endoftext|>"), "naïve café 日本語 👍 '<|pad|>' x\r\n\r\n  y"]
+
+
+def test_gpt2_release_files_with_and_without_version_line(tmp_path):
+    import gzip
+
+    vocab_json, merges_txt = tmp_path / "encoder.json", tmp_path / "vocab.bpe"
+    vocab_json.write_bytes(gzip.open(os.path.join(DATA, "gpt2_encoder.json.gz")).read())
+    merges = gzip.open(os.path.join(DATA, "gpt2_vocab.bpe.gz")).read()
+    merges_txt.write_bytes(merges)
+    tok = bpe.Tokenizer.from_files(vocab_json, merges_txt)
+    assert tok == bpe.load("gpt2")
+    assert merges.startswith(b"#version")
+    merges_txt.write_bytes(merges.split(b"\n", 1)[1])
+    assert bpe.Tokenizer.from_files(vocab_json, merges_txt).merges == tok.merges
+
+
+def test_gpt2_files_round_trip(trained, tmp_path):
+    vocab_json, merges_txt = trained.to_files(tmp_path)
+    assert open(merges_txt, encoding="utf-8").readline() == "#version: 0.2\n"
+    loaded = bpe.Tokenizer.from_files(vocab_json, merges_txt, trained.special_tokens, pattern="o200k")
+    assert loaded == trained
+
+
+def test_gpt2_file_errors_name_file_and_line(tmp_path):
+    (tmp_path / "vocab.json").write_text("{not json", encoding="utf-8")
+    (tmp_path / "merges.txt").write_text("#version: 0.2\na b\nonly\n", encoding="utf-8")
+    with pytest.raises(bpe.TokenizerFileError, match="vocab.json: not a JSON vocabulary"):
+        bpe.Tokenizer.from_files(tmp_path / "vocab.json", tmp_path / "merges.txt")
+    bpe.load("gpt2").to_files(tmp_path / "ok")
+    with pytest.raises(bpe.TokenizerFileError, match=r"merges.txt, line 3: expected two tokens"):
+        bpe.Tokenizer.from_files(tmp_path / "ok" / "vocab.json", tmp_path / "merges.txt")
+
+
+def test_tiktoken_export_encodes_identically(trained, tmp_path):
+    import tiktoken
+    from tiktoken.load import load_tiktoken_bpe
+
+    path = trained.to_tiktoken(tmp_path / "trained.tiktoken")
+    reference = tiktoken.Encoding("trained", pat_str=bpe.PATTERNS["o200k"],
+                                  mergeable_ranks=load_tiktoken_bpe(path),
+                                  special_tokens=trained.special_tokens)
+    for text in TEXTS:
+        assert trained.encode(text) == reference.encode(text, allowed_special="all")
+    loaded = bpe.Tokenizer.from_tiktoken(path, pattern="o200k", special_tokens=trained.special_tokens)
+    assert loaded.vocab == trained.vocab
+    for text in TEXTS:
+        assert loaded.encode(text) == trained.encode(text)
+
+
+def test_tiktoken_file_round_trip_for_cl100k(tmp_path):
+    tok = bpe.load("cl100k_base")
+    path = tok.to_tiktoken(tmp_path / "cl100k.tiktoken")
+    loaded = bpe.Tokenizer.from_tiktoken(path, pattern="cl100k", special_tokens=tok.special_tokens)
+    assert loaded == tok
+
+
+def test_tiktoken_file_errors_name_the_line(tmp_path):
+    (tmp_path / "bad.tiktoken").write_text("YQ== 0\nnot-base64!! 1\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"bad.tiktoken, line 2"):
+        bpe.Tokenizer.from_tiktoken(tmp_path / "bad.tiktoken", pattern="gpt2")
+
+
+@pytest.mark.parametrize("which", ["trained", "gpt2", "cl100k_base", "o200k_base"])
+def test_huggingface_export_encodes_identically(which, trained, tmp_path):
+    tokenizers = pytest.importorskip("tokenizers")
+    tok = trained if which == "trained" else bpe.load(which)
+    path = tok.to_huggingface(tmp_path)
+    hf = tokenizers.Tokenizer.from_file(path)
+    for text in TEXTS:
+        assert hf.encode(text).ids == tok.encode(text), which
