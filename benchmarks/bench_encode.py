@@ -1,4 +1,7 @@
-"""Encoding throughput of bpe against tiktoken, single- and multi-threaded, same ids asserted.
+"""Encoding throughput of bpe against tiktoken and Hugging Face tokenizers, same ids asserted.
+
+Hugging Face tokenizers loads the tokenizer.json that bpe exports (to_huggingface),
+the offline route to the same vocabulary and pattern.
 
     python benchmarks/bench_encode.py --corpus ~/.cache/bpe-corpora/prose_en.txt --mb 20
     python benchmarks/bench_encode.py --corpus ~/.cache/bpe-corpora/code_linux.txt --mb 20
@@ -10,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -39,10 +43,15 @@ def main() -> None:
     documents = text.split("<|endoftext|>")
     n_mb = len(text.encode("utf-8")) / 1e6
     print(f"{os.path.basename(args.corpus)}: {n_mb:.1f} MB, {len(documents)} documents")
-    print(f"{'encoding':<12} {'bpe numpy':>10} {'bpe list':>9} {'tiktoken':>9} "
+    print(f"{'encoding':<12} {'bpe numpy':>10} {'bpe list':>9} {'tiktoken':>9} {'HF':>6} "
           f"{'bpe x' + str(args.threads):>8} {'tiktoken x' + str(args.threads):>12}   MB/s")
     for name in ("gpt2", "cl100k_base", "o200k_base"):
         tok, reference = bpe.load(name), get_encoding(name)
+        from tokenizers import Tokenizer as HFTokenizer
+
+        hf = HFTokenizer.from_file(tok.to_huggingface(tempfile.mkdtemp()))
+        hf_sample = text[:2_000_000]   # HF is slow: time it on the first 2 MB
+        assert hf.encode(hf_sample).ids == tok.encode(hf_sample), f"{name}: HF ids differ"
         ours = tok.encode_to_numpy(text)
         theirs = reference.encode_to_numpy(text, allowed_special="all")
         assert np.array_equal(ours, theirs), f"{name}: ids differ from tiktoken"
@@ -57,7 +66,9 @@ def main() -> None:
                 documents, num_threads=args.threads, allowed_special="all")),
         }
         rate = {key: n_mb / value for key, value in seconds.items()}
+        rate["hf"] = len(hf_sample.encode()) / 1e6 / best_of(lambda: hf.encode(hf_sample), 1)
         print(f"{name:<12} {rate['numpy']:>10.1f} {rate['list']:>9.1f} {rate['tiktoken']:>9.1f} "
+              f"{rate['hf']:>6.1f} "
               f"{rate['batch']:>8.1f} {rate['tiktoken_batch']:>12.1f}", flush=True)
 
 

@@ -12,9 +12,17 @@ from __future__ import annotations
 from collections import Counter
 from typing import Iterable, Optional, Sequence
 
-from bpe.patterns import pretokenize, split_special
+from bpe.patterns import compile_pattern, split_special
 
 Pair = tuple[bytes, bytes]
+
+
+def pretokenize(text: str, pattern: Optional[str] = "gpt2") -> list[str]:
+    """``regex.findall(pattern, text)`` itself — the definition the native scanners must meet."""
+    compiled = compile_pattern(pattern)
+    if compiled is None:
+        return [text] if text else []
+    return compiled.findall(text)
 
 
 def count_pretokens(texts: Iterable[str], special_tokens: Sequence[str] = (),
