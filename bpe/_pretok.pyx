@@ -449,3 +449,54 @@ cdef class Interner:
         if t.n_entries:
             memcpy(&counts_view[0], t.values, t.n_entries * sizeof(int64_t))
         return data, offsets, counts
+
+
+cdef extern from "string.h" nogil:
+    void* memmem(const void* haystack, size_t haystack_length, const void* needle,
+                 size_t needle_length)
+
+
+def find_occurrences(const uint8_t[::1] data, list needles):
+    """Every (position, needle index) where a needle occurs, overlaps included, without the GIL.
+
+    Returns two int64 arrays, ordered by needle then position.
+    """
+    cdef Py_ssize_t n = data.shape[0]
+    cdef Py_ssize_t k, length
+    cdef const uint8_t* s = &data[0] if n > 0 else NULL
+    cdef const uint8_t* needle
+    cdef const uint8_t* found
+    cdef Py_ssize_t position
+    positions, owners = [], []
+    cdef int64_t[::1] view
+    cdef int64_t count, capacity
+    for k, needle_object in enumerate(needles):
+        length = len(needle_object)
+        needle = <const uint8_t*><bytes>needle_object
+        if length == 0 or n == 0:
+            continue
+        capacity = 64
+        found_array = np.empty(capacity, dtype=np.int64)
+        view = found_array
+        count = 0
+        position = 0
+        while True:
+            with nogil:
+                # Collect as many as fit, then grow with the GIL held.
+                while count < capacity:
+                    found = <const uint8_t*>memmem(s + position, n - position, needle, length)
+                    if found == NULL:
+                        break
+                    view[count] = found - s
+                    count += 1
+                    position = found - s + 1
+            if count < capacity:
+                break
+            capacity *= 2
+            found_array = np.resize(found_array, capacity)
+            view = found_array
+        positions.append(found_array[:count])
+        owners.append(np.full(count, k, dtype=np.int64))
+    if not positions:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    return np.concatenate(positions), np.concatenate(owners)

@@ -135,13 +135,21 @@ def special_spans(text, special_tokens) -> list[tuple[int, int, int]]:
     ``text`` and ``special_tokens`` are both str or both bytes; ``index`` points
     into ``special_tokens``. Leftmost first; at one position the longest wins.
     """
-    found = []
-    for index, token in enumerate(special_tokens):
-        position = text.find(token)
-        while position >= 0:
-            found.append((position, -len(token), index))
-            position = text.find(token, position + 1)
-    found.sort()
+    if isinstance(text, bytes):
+        # Occurrences found without the GIL (memmem), so threads encode in parallel.
+        from bpe._pretok import find_occurrences
+
+        positions, owners = find_occurrences(text, list(special_tokens))
+        found = sorted(zip(positions.tolist(), [-len(special_tokens[i]) for i in owners.tolist()],
+                           owners.tolist()))
+    else:
+        found = []
+        for index, token in enumerate(special_tokens):
+            position = text.find(token)
+            while position >= 0:
+                found.append((position, -len(token), index))
+                position = text.find(token, position + 1)
+        found.sort()
     spans = []
     end = 0
     for start, negative_length, index in found:

@@ -131,8 +131,15 @@ class Tokenizer:
                         if token_id not in seen:
                             seen.add(token_id)
                             ranked.append(token_id)
+                    self._id_objects = tuple(range(self.n_vocab))
                     self._encoder = self._build_encoder(ranked)
         return self._encoder
+
+    def _to_list(self, ids: np.ndarray) -> list[int]:
+        from bpe._encode import ids_to_list
+
+        self._kernel()
+        return ids_to_list(ids, self._id_objects)
 
     @contextlib.contextmanager
     def _session(self):
@@ -223,11 +230,12 @@ class Tokenizer:
         >>> bpe.load("gpt2").encode("Hello world<|endoftext|>")
         [15496, 995, 50256]
         """
-        return self._encode_array(text, self._allowed(allowed_special, disallowed_special, text)).tolist()
+        return self._to_list(self._encode_array(text, self._allowed(allowed_special,
+                                                                    disallowed_special, text)))
 
     def encode_ordinary(self, text: str) -> list[int]:
         """The ids of ``text`` with special-token strings read as ordinary text."""
-        return self._encode_array(text, []).tolist()
+        return self._to_list(self._encode_array(text, []))
 
     def encode_to_numpy(self, text: str, *, dtype=None, allowed_special="all",
                         disallowed_special=()) -> np.ndarray:
@@ -333,6 +341,7 @@ class Tokenizer:
     def __getstate__(self):
         state = self.__dict__.copy()
         state["_encoder"] = None
+        state.pop("_id_objects", None)
         del state["_encoder_lock"], state["_idle_sessions"]
         return state
 
