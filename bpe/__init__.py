@@ -4,6 +4,7 @@
 >>> bpe.pretokenize("Hello, world!")
 ['Hello', ',', ' world', '!']
 """
+from bpe.corpus import CorpusEncodeError, EncodeSummary, open_tokens
 from bpe.formats import TokenizerFileError, load
 from bpe.patterns import PATTERNS, pretokenize
 from bpe.pretokens import CorpusDecodeError, PretokenCounts, count_pretokens
@@ -13,11 +14,14 @@ from bpe.trainer import train, train_from_counts, train_from_iterator
 __all__ = [
     "PATTERNS",
     "CorpusDecodeError",
+    "CorpusEncodeError",
+    "EncodeSummary",
     "PretokenCounts",
     "Tokenizer",
     "TokenizerFileError",
     "count_pretokens",
     "load",
+    "open_tokens",
     "pretokenize",
     "train",
     "train_from_counts",

@@ -87,17 +87,24 @@ def _find_safe_cut(file: BinaryIO, start: int, stop: int, pattern: Optional[str]
 
 
 def find_boundary(file: BinaryIO, offset: int, reach: int, special_tokens: Sequence[str],
-                  pattern: Optional[str]) -> int:
-    """The first valid chunk boundary in ``[offset, offset + reach)``, or -1 if none."""
+                  pattern: Optional[str], snap_token: Optional[str] = None) -> int:
+    """The first valid chunk boundary in ``[offset, offset + reach)``, or -1 if none.
+
+    ``snap_token`` (default: the first special token) is the document separator
+    to snap to; no occurrence of any of ``special_tokens`` may straddle a boundary.
+    """
     specials = [token.encode("utf-8") for token in special_tokens]
+    if snap_token is None and specials:
+        snap_token = special_tokens[0]
     stop = offset + reach
-    if specials:
+    if snap_token:
+        snap = snap_token.encode("utf-8")
         position = offset
         while True:
-            found = _find_first(file, specials[0], position, stop)
+            found = _find_first(file, snap, position, stop)
             if found < 0:
                 break
-            if not _straddles_special(file, found, specials):
+            if not specials or not _straddles_special(file, found, specials):
                 return found
             position = found + 1
     position = offset
@@ -111,11 +118,13 @@ def find_boundary(file: BinaryIO, offset: int, reach: int, special_tokens: Seque
 
 
 def plan_chunks(paths: Sequence[str], chunk_size: int, special_tokens: Sequence[str] = (),
-                pattern: Optional[str] = "gpt2") -> list[Chunk]:
+                pattern: Optional[str] = "gpt2", snap_token: Optional[str] = None) -> list[Chunk]:
     """Cut each file into chunks of about ``chunk_size`` bytes at valid boundaries.
 
-    Boundaries that snap to the same position are kept once; a file with no
-    valid boundary is one chunk. Empty files give no chunk.
+    Boundaries snap to ``snap_token`` (default: the first special token) or to a
+    safe cut of the pattern, never inside any special token. Boundaries that snap
+    to the same position are kept once; a file with no valid boundary is one
+    chunk. Empty files give no chunk.
     """
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
@@ -127,7 +136,7 @@ def plan_chunks(paths: Sequence[str], chunk_size: int, special_tokens: Sequence[
             for target in range(chunk_size, size, chunk_size):
                 if target <= boundaries[-1]:
                     continue   # the previous boundary snapped past this target
-                found = find_boundary(file, target, chunk_size, special_tokens, pattern)
+                found = find_boundary(file, target, chunk_size, special_tokens, pattern, snap_token)
                 if found > boundaries[-1] and found < size:
                     boundaries.append(found)
         boundaries.append(size)

@@ -1,4 +1,8 @@
-"""The ``bpe`` command: ``bpe train`` (more subcommands join with corpus encoding)."""
+"""The ``bpe`` command: train, encode, decode, count, inspect.
+
+User errors (a missing file, a bad option, an unreadable tokenizer) print one
+line and exit 2, without a traceback; progress bars show only on a terminal.
+"""
 from __future__ import annotations
 
 import argparse
@@ -18,28 +22,105 @@ def _printable(token: bytes) -> str:
     return repr(token.decode("utf-8", errors="replace"))
 
 
+def _longest_tokens(tok, n: int) -> list[bytes]:
+    special_ids = set(tok.special_tokens.values())
+    ordinary = [token for token_id, token in tok.vocab.items() if token_id not in special_ids]
+    return sorted(ordinary, key=len, reverse=True)[:n]
+
+
 def cmd_train(args) -> None:
     import bpe
 
     files = args.files or [DEFAULT_CORPUS]
-    quiet = args.quiet or not sys.stderr.isatty()
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         tok = bpe.train(files, args.vocab_size, args.special_token, pattern=args.pattern,
                         min_frequency=args.min_frequency, num_workers=args.workers,
-                        progress=not quiet)
+                        progress=_show_progress(args))
     seconds = time.perf_counter() - start
     path = tok.save(args.output if args.output.endswith(".bpe") else os.path.join(args.output, ""))
     for warning in caught:
         print(f"note: {warning.message}", file=sys.stderr)
     corpus = "the embedded default corpus (Tiny Shakespeare)" if not args.files else \
         f"{len(files)} file(s)"
-    longest = sorted(tok.vocab.values(), key=len, reverse=True)[:5]
+    longest = _longest_tokens(tok, 5)
     print(f"trained on {corpus}: {len(tok.merges)} merges, vocab {len(tok.vocab)}, "
           f"{seconds:.2f} s")
     print(f"longest tokens: {', '.join(_printable(t) for t in longest)}")
     print(f"saved {path}")
+
+
+def _load_tokenizer(name_or_path: str):
+    import bpe
+
+    try:
+        return bpe.load(name_or_path)
+    except FileNotFoundError:
+        raise UserError(f"no tokenizer {name_or_path!r}: give gpt2, cl100k_base, o200k_base or a "
+                        "directory written by 'bpe train'") from None
+
+
+def _show_progress(args) -> bool:
+    return not args.quiet and sys.stderr.isatty()
+
+
+def cmd_encode(args) -> None:
+    tok = _load_tokenizer(args.tokenizer)
+    summary = tok.encode_file(args.files, args.output, dtype=args.dtype, num_workers=args.workers,
+                              progress=_show_progress(args))
+    print(summary)
+    print(f"read with: numpy.memmap({summary.output!r}, dtype='{summary.dtype}', mode='r')")
+
+
+def cmd_decode(args) -> None:
+    import numpy as np
+
+    from bpe.corpus import open_tokens, read_metadata
+
+    tok = _load_tokenizer(args.tokenizer)
+    if args.array == "-":
+        ids = [int(word) for word in sys.stdin.read().split()]
+    else:
+        ids = open_tokens(args.array)
+        metadata_vocab = read_metadata(args.array)["n_vocab"]
+        if metadata_vocab != tok.n_vocab:
+            raise UserError(f"{args.array} was encoded with a vocab of {metadata_vocab} ids; "
+                            f"{args.tokenizer} has {tok.n_vocab}")
+    if args.head is not None:
+        ids = ids[:args.head]
+    sys.stdout.write(tok.decode(np.asarray(ids)))
+    sys.stdout.write("\n")
+
+
+def cmd_count(args) -> None:
+    if args.files == ["-"]:
+        text = sys.stdin.read()
+    else:
+        from bpe.corpus import resolve_inputs
+
+        text = "".join(open(path, encoding="utf-8").read() for path in resolve_inputs(args.files))
+    n_chars, n_bytes = len(text), len(text.encode("utf-8"))
+    rows = []
+    for name in args.tokenizer.split(","):
+        n_tokens = _load_tokenizer(name.strip()).count(text)
+        rows.append((name.strip(), n_tokens, n_chars / max(n_tokens, 1), n_bytes / max(n_tokens, 1)))
+    print(f"{'tokenizer':<16} {'tokens':>12} {'chars/token':>12} {'bytes/token':>12}")
+    for name, n_tokens, chars, per_token in rows:
+        print(f"{name:<16} {n_tokens:>12} {chars:>12.2f} {per_token:>12.2f}")
+
+
+def cmd_inspect(args) -> None:
+    tok = _load_tokenizer(args.tokenizer)
+    longest = _longest_tokens(tok, args.top)
+    print(f"vocab size:     {len(tok.vocab)} (n_vocab {tok.n_vocab})")
+    print(f"merges:         {len(tok.merges)}")
+    print(f"pattern:        {tok.pattern!r}")
+    print(f"special tokens: {', '.join(f'{name} = {i}' for name, i in tok.special_tokens.items()) or 'none'}")
+    print(f"longest tokens: {', '.join(_printable(t) for t in longest)}")
+    show = lambda merges: ", ".join(f"({_printable(a)}, {_printable(b)})" for a, b in merges)  # noqa: E731
+    print(f"first merges:   {show(tok.merges[:args.top])}")
+    print(f"last merges:    {show(tok.merges[-args.top:])}")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -56,6 +137,31 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("-o", "--output", required=True, help="directory (or .bpe file) to write")
     train.add_argument("--quiet", action="store_true", help="no progress bars")
     train.set_defaults(run=cmd_train)
+
+    encode = commands.add_parser("encode", help="encode text files into a memory-mapped token array")
+    encode.add_argument("files", nargs="+", help="text files, or directories of *.txt files")
+    encode.add_argument("--tokenizer", required=True, help="gpt2, cl100k_base, o200k_base or a directory")
+    encode.add_argument("-o", "--output", required=True, help="the token array to write")
+    encode.add_argument("--workers", type=int, default=None)
+    encode.add_argument("--dtype", default=None, help="uint16 or uint32 (default: the smallest that fits)")
+    encode.add_argument("--quiet", action="store_true", help="no progress bar")
+    encode.set_defaults(run=cmd_encode)
+
+    decode = commands.add_parser("decode", help="print the text of a token array (or of ids on stdin)")
+    decode.add_argument("array", help="a token array written by 'bpe encode', or - for ids on stdin")
+    decode.add_argument("--tokenizer", required=True)
+    decode.add_argument("--head", type=int, default=None, metavar="N", help="only the first N tokens")
+    decode.set_defaults(run=cmd_decode)
+
+    count = commands.add_parser("count", help="compare token counts of tokenizers on the same text")
+    count.add_argument("files", nargs="+", help="text files, or - for stdin")
+    count.add_argument("--tokenizer", required=True, help="comma-separated, e.g. gpt2,cl100k_base,o200k_base")
+    count.set_defaults(run=cmd_count)
+
+    inspect = commands.add_parser("inspect", help="describe a tokenizer")
+    inspect.add_argument("tokenizer", help="gpt2, cl100k_base, o200k_base or a directory")
+    inspect.add_argument("--top", type=int, default=5, help="how many tokens and merges to show")
+    inspect.set_defaults(run=cmd_inspect)
     return parser
 
 
@@ -63,7 +169,7 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         args.run(args)
-    except (UserError, OSError, ValueError, TypeError) as e:
+    except (UserError, OSError, ValueError, TypeError, RuntimeError) as e:
         print(f"bpe {args.command}: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

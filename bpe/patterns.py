@@ -202,7 +202,7 @@ _LAST_SAFE_CUT = {str: regex.compile(SAFE_CUT_SOURCE, regex.REVERSE),
 
 
 def is_safe_cut(text, position: int, pattern: Optional[str]) -> bool:
-    """Whether splitting ``text`` (str or UTF-8 bytes) at ``position`` provably
+    r"""Whether splitting ``text`` (str or UTF-8 bytes) at ``position`` provably
     leaves its pre-tokens unchanged, for the built-in patterns.
 
     Two shapes qualify (``SAFE_CUT_SOURCE``), each reading ASCII around the cut:

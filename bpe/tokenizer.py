@@ -190,12 +190,15 @@ class Tokenizer:
             data = text.encode("utf-8")
         except UnicodeEncodeError:
             # Lone surrogates are not Unicode scalar values; like tiktoken, read them as U+FFFD.
-            text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-            data = text.encode("utf-8")
+            data = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode("utf-8")
+        return self._encode_utf8(data, allowed)
+
+    def _encode_utf8(self, data: bytes, allowed: Sequence[str]) -> np.ndarray:
+        """The ids of valid UTF-8 ``data`` (uint32), ``allowed`` special tokens recognised."""
         kernel = self._kernel()
         native = native_pattern_id(self.pattern)
         if native is None and self.pattern is not None:
-            return self._encode_with_regex(text, allowed)
+            return self._encode_with_regex(data.decode("utf-8"), allowed)
         spans = special_spans(data, [token.encode("utf-8") for token in allowed]) if allowed else []
         with self._session() as session:
             return kernel.encode(session, np.frombuffer(data, dtype=np.uint8),
@@ -321,6 +324,22 @@ class Tokenizer:
                 return cut
             end = cut
         return -1
+
+    def encode_file(self, inputs, output, *, dtype=None, num_workers: Optional[int] = None,
+                    allowed_special="all", errors: str = "strict", progress: bool = False):
+        """Encode text files into a flat token array readable with ``np.memmap``.
+
+        ``inputs``: a path, a list of paths, or a directory (its ``*.txt`` files,
+        sorted). Beside ``output`` go ``output.json`` (dtype, counts, n_vocab,
+        fingerprints) and ``output.docs.npy`` (uint64 token offsets where
+        documents start). The ids equal ``encode`` of each file's text for any
+        ``num_workers``; nothing is left at ``output`` unless the run completes.
+        Returns an ``EncodeSummary``. See ``bpe.corpus``.
+        """
+        from bpe.corpus import encode_file
+
+        return encode_file(self, inputs, output, dtype=dtype, num_workers=num_workers,
+                           allowed_special=allowed_special, errors=errors, progress=progress)
 
     def count(self, text: str) -> int:
         """How many tokens ``text`` encodes to (special tokens recognised)."""

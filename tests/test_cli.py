@@ -1,16 +1,22 @@
-"""The ``bpe`` command end to end, in a subprocess."""
+"""The ``bpe`` command end to end, in subprocesses."""
+import os
 import subprocess
 import sys
 
+import numpy as np
+
 import bpe
+from bpe.corpus import open_tokens
+
+from conftest import SHAKESPEARE
 
 
-def run_bpe(*args, cwd=None):
+def run_bpe(*args, stdin=None, cwd=None):
     return subprocess.run([sys.executable, "-m", "bpe", *args], capture_output=True, text=True,
-                          cwd=cwd, timeout=300)
+                          input=stdin, cwd=cwd, timeout=300)
 
 
-def test_train_on_the_embedded_corpus(tmp_path):
+def test_train_encode_decode_count_inspect(tmp_path):
     result = run_bpe("train", "--vocab-size", "600", "--special-token", "<|endoftext|>",
                      "-o", str(tmp_path / "tok"), "--quiet")
     assert result.returncode == 0, result.stderr
@@ -18,13 +24,50 @@ def test_train_on_the_embedded_corpus(tmp_path):
     tok = bpe.load(tmp_path / "tok")
     assert len(tok.vocab) == 600 and tok.special_tokens == {"<|endoftext|>": 256}
 
+    text_path = tmp_path / "in.txt"
+    text_path.write_text("Hello there.<|endoftext|>General Kenobi!\n", encoding="utf-8")
+    result = run_bpe("encode", str(text_path), SHAKESPEARE, "--tokenizer", str(tmp_path / "tok"),
+                     "-o", str(tmp_path / "out.bin"), "--workers", "2", "--quiet")
+    assert result.returncode == 0, result.stderr
+    assert "2 file(s)" in result.stdout and "numpy.memmap" in result.stdout
+    expected = tok.encode(text_path.read_text(encoding="utf-8")) + tok.encode(open(SHAKESPEARE).read())
+    assert open_tokens(tmp_path / "out.bin").tolist() == expected
+
+    result = run_bpe("decode", str(tmp_path / "out.bin"), "--tokenizer", str(tmp_path / "tok"),
+                     "--head", str(len(tok.encode("Hello there.<|endoftext|>"))))
+    assert result.returncode == 0 and result.stdout == "Hello there.<|endoftext|>\n"
+    result = run_bpe("decode", "-", "--tokenizer", "gpt2", stdin="15496 995")
+    assert result.stdout == "Hello world\n"
+
+    result = run_bpe("count", SHAKESPEARE, "--tokenizer", "gpt2,cl100k_base,o200k_base")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["tokenizer", "tokens", "chars/token", "bytes/token"]
+    text = open(SHAKESPEARE, encoding="utf-8").read()
+    for line, name in zip(lines[1:], ["gpt2", "cl100k_base", "o200k_base"]):
+        assert line.split()[:2] == [name, str(bpe.load(name).count(text))]
+
+    result = run_bpe("inspect", "cl100k_base", "--top", "2")
+    assert result.returncode == 0
+    assert "vocab size:     100261 (n_vocab 100277)" in result.stdout
+    assert "<|endoftext|> = 100257" in result.stdout and "first merges:   (' ', ' '), ('  ', '  ')" in result.stdout
+
 
 def test_user_errors_are_one_line_without_traceback(tmp_path):
-    result = run_bpe("train", str(tmp_path / "missing.txt"), "--vocab-size", "300", "-o",
-                     str(tmp_path / "out"))
-    assert result.returncode == 2
-    assert result.stderr.strip() == f"bpe train: error: {tmp_path / 'missing.txt'}: no such file"
-    result = run_bpe("train", "--vocab-size", "10", "-o", str(tmp_path / "out"))
-    assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert "vocab_size=10 is too small" in result.stderr
-    assert not (tmp_path / "out").exists()
+    cases = [
+        (["train", str(tmp_path / "missing.txt"), "--vocab-size", "300", "-o", str(tmp_path / "o")],
+         f"bpe train: error: {tmp_path / 'missing.txt'}: no such file"),
+        (["train", "--vocab-size", "10", "-o", str(tmp_path / "o")], "vocab_size=10 is too small"),
+        (["encode", str(tmp_path / "nope.txt"), "--tokenizer", "gpt2", "-o", str(tmp_path / "x.bin")],
+         "nope.txt: no such file"),
+        (["encode", SHAKESPEARE, "--tokenizer", "o200k_base", "--dtype", "uint16", "-o", str(tmp_path / "x.bin")],
+         "dtype uint16 cannot hold token id 200018"),
+        (["inspect", str(tmp_path / "nodir")], "no tokenizer"),
+        (["decode", str(tmp_path / "none.bin"), "--tokenizer", "gpt2"], "none.bin.json: no such file"),
+    ]
+    for args, message in cases:
+        result = run_bpe(*args)
+        assert result.returncode == 2, (args, result.stderr)
+        assert message in result.stderr and "Traceback" not in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert not (tmp_path / "o").exists() and not (tmp_path / "x.bin").exists()

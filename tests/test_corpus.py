@@ -1,0 +1,137 @@
+"""encode_file: a corpus into a memory-mapped token array, equal to encode, for any workers."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import bpe
+from bpe.corpus import open_tokens, read_metadata
+
+from conftest import SHAKESPEARE, random_corpus
+
+EOT = "<|endoftext|>"
+
+
+@pytest.fixture(scope="module")
+def corpus_dir(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("corpus")
+    shakespeare = open(SHAKESPEARE, encoding="utf-8").read()
+    texts = {
+        "a.txt": EOT.join(shakespeare[i:i + 20_000] for i in range(0, 300_000, 20_000)) + EOT,
+        "b.txt": random_corpus(1, n_words=3000, special=EOT),
+        "c.txt": "no separator here, 日本語 👍\n" * 500,
+        "d.txt": "",
+        "e.txt": EOT + "starts with one" + EOT + EOT + "<|fim_prefix|>x",
+    }
+    for name, text in texts.items():
+        (directory / name).write_text(text, encoding="utf-8")
+    return directory, [texts[name] for name in sorted(texts)]
+
+
+@pytest.mark.parametrize("num_workers", [1, 2])
+@pytest.mark.parametrize("name", ["gpt2", "cl100k_base"])
+def test_ids_equal_encode_for_any_workers(corpus_dir, tmp_path, name, num_workers):
+    directory, texts = corpus_dir
+    tok = bpe.load(name)
+    from bpe.corpus import encode_file
+
+    out = tmp_path / "tokens.bin"
+    summary = encode_file(tok, directory, out, num_workers=num_workers, chunk_size=4096)
+    expected = np.concatenate([tok.encode_to_numpy(text, dtype=np.uint32) for text in texts])
+    tokens = open_tokens(out)
+    assert tokens.dtype == (np.uint16 if name == "gpt2" else np.uint32)
+    assert np.array_equal(tokens, expected)
+    assert np.array_equal(np.memmap(out, dtype=tokens.dtype, mode="r"), expected)
+    assert summary.tokens_out == len(expected) and summary.bytes_in == sum(len(t.encode()) for t in texts)
+    metadata = read_metadata(out)
+    assert metadata["n_tokens"] == len(expected) and metadata["n_vocab"] == tok.n_vocab
+    assert metadata["document_separator"] == EOT
+
+
+def test_document_index_points_at_document_starts(corpus_dir, tmp_path):
+    directory, texts = corpus_dir
+    tok = bpe.load("gpt2")
+    summary = tok.encode_file(directory, tmp_path / "t.bin", num_workers=2)
+    starts = np.load(summary.document_index)
+    assert starts.dtype == np.uint64
+    # Expected: each file starts a document, and so does the text after each separator.
+    expected, offset, file_starts = [], 0, set()
+    for text in texts:
+        ids = tok.encode(text)
+        if ids:
+            expected.append(offset)
+            file_starts.add(offset)
+        expected += [offset + i + 1 for i, t in enumerate(ids) if t == tok.special_tokens[EOT]]
+        offset += len(ids)
+    expected = sorted({s for s in expected if s < offset})
+    assert starts.tolist() == expected
+    tokens = open_tokens(summary.output)
+    eot = tok.special_tokens[EOT]
+    assert all(s in file_starts or int(tokens[s - 1]) == eot for s in starts.tolist())
+    assert len(file_starts) < len(starts) < len(tokens)
+    assert summary.documents == len(expected)
+
+
+def test_fingerprints_are_stable_across_worker_counts(corpus_dir, tmp_path):
+    directory, _ = corpus_dir
+    tok = bpe.load("gpt2")
+    one = tok.encode_file(directory, tmp_path / "one.bin", num_workers=1)
+    two = tok.encode_file(directory, tmp_path / "two.bin", num_workers=2)
+    first, second = read_metadata(one.output), read_metadata(two.output)
+    assert first["inputs_fingerprint"] == second["inputs_fingerprint"]
+    assert first["tokenizer_fingerprint"] == second["tokenizer_fingerprint"]
+    assert first["tokenizer_fingerprint"] != read_metadata(
+        bpe.load("o200k_base").encode_file(directory, tmp_path / "o.bin", num_workers=1).output
+    )["tokenizer_fingerprint"]
+
+
+def test_dtype_selection_and_too_small_dtype(corpus_dir, tmp_path):
+    directory, _ = corpus_dir
+    with pytest.raises(ValueError, match="cannot hold token id 200018"):
+        bpe.load("o200k_base").encode_file(directory, tmp_path / "x.bin", dtype=np.uint16)
+    assert not (tmp_path / "x.bin").exists() and os.listdir(tmp_path) == []
+    summary = bpe.load("gpt2").encode_file(directory, tmp_path / "y.bin", dtype=np.uint32)
+    assert open_tokens(summary.output).dtype == np.uint32
+
+
+def test_bad_input_names_the_file_and_leaves_nothing(tmp_path):
+    good, bad = tmp_path / "good.txt", tmp_path / "bad.txt"
+    good.write_text("fine text\n" * 1000, encoding="utf-8")
+    bad.write_bytes(b"ok " * 5000 + b"\xff oops")
+    out = tmp_path / "out" / "tokens.bin"
+    for workers in (1, 2):
+        with pytest.raises(bpe.CorpusDecodeError, match=r"bad.txt: invalid UTF-8 at byte offset 15000"):
+            bpe.load("gpt2").encode_file([good, bad], out, num_workers=workers)
+        assert os.listdir(out.parent) == []
+    summary = bpe.load("gpt2").encode_file([good, bad], out, errors="replace")
+    assert bpe.load("gpt2").decode(open_tokens(summary.output)).endswith("\ufffd oops")
+    with pytest.raises(FileNotFoundError, match="missing.txt"):
+        bpe.load("gpt2").encode_file(tmp_path / "missing.txt", out)
+
+
+def test_interrupted_run_leaves_no_output(tmp_path):
+    big = tmp_path / "big.txt"
+    text = open(SHAKESPEARE, encoding="utf-8").read()
+    with open(big, "w", encoding="utf-8") as f:
+        for _ in range(40):                                       # 45 MB
+            f.write(text + EOT)
+    out = tmp_path / "out" / "tokens.bin"
+    out.parent.mkdir()
+    process = subprocess.Popen([sys.executable, "-m", "bpe", "encode", str(big), "--tokenizer", "o200k_base",
+                                "-o", str(out), "--workers", "2", "--quiet"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while not any(name.startswith(".bpe-encode-") for name in os.listdir(out.parent)):
+        assert time.time() < deadline and process.poll() is None, process.communicate()
+        time.sleep(0.01)
+    time.sleep(0.3)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode != 0
+    assert "interrupted" in stderr and "Traceback" not in stderr
+    assert os.listdir(out.parent) == []
