@@ -32,7 +32,7 @@ from bpe._types cimport pack_pair
 
 cdef enum:
     CACHE_MAX_PIECE_BYTES = 256      # longer pre-tokens are rare; not worth caching
-    CACHE_MAX_ENTRIES = 1 << 18      # then the cache starts afresh: memory stays bounded
+    CACHE_MAX_ENTRIES = 1 << 19      # then the cache starts afresh: memory stays bounded
     WHOLE_SEGMENT = -1               # "pattern" id: no pre-tokenization
 
 
@@ -136,7 +136,7 @@ cdef class Session:
 cdef void release_output(Scratch* s) noexcept nogil:
     """Forget the call's ids; give back a very large output buffer."""
     s.out.size = 0
-    if s.out.capacity > (1 << 22):
+    if s.out.capacity > (1 << 20):
         free(s.out.data)
         s.out.data = NULL
         s.out.capacity = 0

@@ -500,3 +500,59 @@ def find_occurrences(const uint8_t[::1] data, list needles):
     if not positions:
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
     return np.concatenate(positions), np.concatenate(owners)
+
+
+cdef Py_ssize_t first_invalid_utf8(const uint8_t* s, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t i = 0
+    cdef Py_ssize_t k
+    cdef uint8_t b
+    cdef int need
+    cdef uint8_t low, high
+    while i < n:
+        b = s[i]
+        if b < 0x80:
+            i += 1
+            continue
+        # The allowed range of the second byte depends on the first (RFC 3629).
+        low = 0x80
+        high = 0xBF
+        if 0xC2 <= b <= 0xDF:
+            need = 1
+        elif b == 0xE0:
+            need = 2
+            low = 0xA0
+        elif 0xE1 <= b <= 0xEC or b == 0xEE or b == 0xEF:
+            need = 2
+        elif b == 0xED:
+            need = 2
+            high = 0x9F
+        elif b == 0xF0:
+            need = 3
+            low = 0x90
+        elif 0xF1 <= b <= 0xF3:
+            need = 3
+        elif b == 0xF4:
+            need = 3
+            high = 0x8F
+        else:
+            return i
+        if i + 1 >= n or not (low <= s[i + 1] <= high):
+            return i
+        for k in range(2, need + 1):
+            if i + k >= n or (s[i + k] & 0xC0) != 0x80:
+                return i
+        i += need + 1
+    return -1
+
+
+def utf8_error_offset(const uint8_t[::1] data):
+    """The offset of the first byte that makes ``data`` invalid UTF-8 (as Python's
+    strict decoder judges: no overlong forms, surrogates or code points past
+    U+10FFFF), or -1 if it is valid. Runs without the GIL, and makes no str."""
+    cdef Py_ssize_t n = data.shape[0]
+    cdef Py_ssize_t bad
+    if n == 0:
+        return -1
+    with nogil:
+        bad = first_invalid_utf8(&data[0], n)
+    return bad

@@ -35,7 +35,7 @@ from bpe.pretokens import _progress_bar, _valid_utf8, check_errors, resolve_work
 
 #: Chunks have a fixed size (not one derived from the worker count), so the input
 #: fingerprint, built from chunk digests, is the same for any number of workers.
-CHUNK_BYTES = 8 << 20
+CHUNK_BYTES = 4 << 20
 FORMAT_NAME = "bpe-token-array"
 FORMAT_VERSION = 1
 
@@ -204,8 +204,7 @@ def _run(tokenizer, tasks, num_workers, tmp_output, bar, file_first_chunk):
         if index in first_chunks:
             document_starts.append(np.array([n_tokens], dtype=np.uint64))
         document_starts.append(starts + np.uint64(n_tokens))
-        with open(part_path, "rb") as part:
-            shutil.copyfileobj(part, out, 1 << 20)
+        _append_file(part_path, out)
         os.unlink(part_path)
         n_tokens += count
         digests.append(digest)
@@ -240,6 +239,25 @@ def _run(tokenizer, tasks, num_workers, tmp_output, bar, file_first_chunk):
     starts = np.concatenate(document_starts) if document_starts else np.empty(0, np.uint64)
     starts = np.unique(starts)                       # a separator at a file's end, then a new file
     return n_tokens, starts[starts < n_tokens] if n_tokens else starts[:0], digests
+
+
+def _append_file(path: str, out) -> None:
+    """Append the file at ``path`` to the open file ``out``, in the kernel where possible."""
+    out.flush()
+    with open(path, "rb") as part:
+        remaining = os.fstat(part.fileno()).st_size
+        try:
+            while remaining > 0:
+                copied = os.copy_file_range(part.fileno(), out.fileno(), remaining)
+                if copied == 0:
+                    break
+                remaining -= copied
+        except (AttributeError, OSError):
+            pass
+        if remaining > 0:
+            part.seek(os.fstat(part.fileno()).st_size - remaining)
+            shutil.copyfileobj(part, out, 1 << 20)
+            out.flush()
 
 
 def _start_methods():

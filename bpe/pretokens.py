@@ -200,14 +200,21 @@ def _count_utf8(texts: Sequence[bytes], special_tokens: Sequence[str],
 
 def _valid_utf8(raw: bytes, path: str, start: int, errors: str) -> bytes:
     """``raw`` checked to be UTF-8; with errors="replace", invalid bytes become U+FFFD."""
-    try:
-        text = raw.decode("utf-8", errors=errors)
+    from bpe._pretok import utf8_error_offset
+
+    bad = utf8_error_offset(raw)
+    if bad < 0:
+        return raw
+    if errors == "replace":
+        return raw.decode("utf-8", errors="replace").encode("utf-8")
+    try:   # for the reason, as Python words it
+        raw[bad:bad + 4].decode("utf-8")
+        reason = "invalid byte"
     except UnicodeDecodeError as e:
-        raise CorpusDecodeError(
-            f"{path}: invalid UTF-8 at byte offset {start + e.start} ({e.reason}); "
-            "pass errors='replace' to read such bytes as U+FFFD"
-        ) from None
-    return raw if errors == "strict" else text.encode("utf-8")
+        reason = e.reason
+    raise CorpusDecodeError(
+        f"{path}: invalid UTF-8 at byte offset {start + bad} ({reason}); "
+        "pass errors='replace' to read such bytes as U+FFFD")
 
 
 def _count_chunk(task) -> PretokenCounts:

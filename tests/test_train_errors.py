@@ -98,3 +98,23 @@ def test_kernel_rejects_inconsistent_arrays():
         MergeState(np.zeros(3, np.uint8), np.array([0, 1, 3]), np.array([1]), 1)
     with pytest.raises(ValueError, match="offsets must start at 0"):
         MergeState(np.zeros(3, np.uint8), np.array([0, 2]), np.array([1]), 1)
+
+
+def test_utf8_validation_agrees_with_python():
+    import random
+
+    from bpe._pretok import utf8_error_offset
+
+    rng = random.Random(0)
+    samples = [b"", b"abc", "日本👍é".encode(), b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xc0\xaf",
+               b"\xe0\x80\xaf", b"\xf0\x8f\xbf\xbf", b"ok\xe2\x82", b"\xff", b"\xf4\x8f\xbf\xbf"]
+    for _ in range(5000):
+        samples.append(bytes(rng.choice([0x41, 0x80, 0xBF, 0xC2, 0xDF, 0xE0, 0xED, 0xEF, 0xF0, 0xF4,
+                                          0xF5, 0xA0, 0x9F, 0x90, 0x8F]) for _ in range(rng.randint(1, 8))))
+    for data in samples:
+        try:
+            data.decode("utf-8")
+            expected = -1
+        except UnicodeDecodeError as e:
+            expected = e.start
+        assert utf8_error_offset(data) == expected, data

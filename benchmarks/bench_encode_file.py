@@ -1,0 +1,76 @@
+"""Corpus encoding into a token array: bpe's encode_file with 1 and 2 workers, and
+gigatoken's encode_files, with wall time and peak RSS of the whole process tree.
+
+    python benchmarks/bench_encode_file.py --corpus ~/.cache/bpe-corpora/code_linux.txt
+
+gigatoken loads the tokenizer.json that bpe exports for the same vocabulary and
+holds all ids in memory (an awkward array); bpe writes a memory-mappable file.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _measure import run_measured  # noqa: E402
+
+
+def run_one(engine: str, corpus: str, tokenizer: str, workers: int, output: str) -> dict:
+    import bpe
+
+    tok = bpe.load(tokenizer)
+    start = time.perf_counter()
+    if engine == "bpe":
+        summary = tok.encode_file(corpus, output, num_workers=workers)
+        n_tokens = summary.tokens_out
+    else:
+        import gigatoken
+
+        giga = gigatoken.Tokenizer(tok.to_huggingface(tempfile.mkdtemp()))
+        start = time.perf_counter()
+        ids = giga.encode_files(gigatoken.TextFileSource([corpus], separator="<|endoftext|>"))
+        n_tokens = int(sum(len(doc) for doc in ids))
+    return {"seconds": time.perf_counter() - start, "tokens": n_tokens}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", required=True)
+    parser.add_argument("--tokenizer", default="gpt2")
+    parser.add_argument("--json", help="append results to this JSON-lines file")
+    parser.add_argument("--one", nargs=2, help=argparse.SUPPRESS)   # internal: ENGINE WORKERS
+    parser.add_argument("--output", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        print(json.dumps(run_one(args.one[0], args.corpus, args.tokenizer, int(args.one[1]),
+                                 args.output)))
+        return
+    size_mb = os.path.getsize(args.corpus) / 1e6
+    print(f"corpus {os.path.basename(args.corpus)} ({size_mb:.0f} MB), tokenizer {args.tokenizer}")
+    print(f"{'engine':<22} {'seconds':>8} {'MB/s':>7} {'peak RSS MiB':>13} {'tokens':>12}")
+    with tempfile.TemporaryDirectory() as work:
+        for engine, workers in [("bpe", 1), ("bpe", 2), ("gigatoken", 2)]:
+            argv = [sys.executable, __file__, "--corpus", args.corpus, "--tokenizer", args.tokenizer,
+                    "--one", engine, str(workers), "--output", os.path.join(work, "tokens.bin")]
+            try:
+                result = run_measured(argv)
+            except Exception as e:
+                print(f"{engine:<22} failed: {e}")
+                continue
+            label = f"{engine} ({workers} worker{'s' if workers > 1 else ''})" if engine == "bpe" \
+                else f"{engine} (its threads)"
+            print(f"{label:<22} {result['seconds']:>8.2f} {size_mb / result['seconds']:>7.1f} "
+                  f"{result['peak_rss_mib']:>13.0f} {result['tokens']:>12}", flush=True)
+            if args.json:
+                with open(args.json, "a") as f:
+                    f.write(json.dumps({"engine": engine, "workers": workers,
+                                        "corpus": os.path.basename(args.corpus),
+                                        "tokenizer": args.tokenizer, **result}) + "\n")
+
+
+if __name__ == "__main__":
+    main()
