@@ -11,6 +11,7 @@ The sample is the first --mb megabytes, cut into documents at <|endoftext|>.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -37,6 +38,7 @@ def main() -> None:
     parser.add_argument("--corpus", required=True)
     parser.add_argument("--mb", type=float, default=20)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--json", help="append results to this JSON-lines file")
     args = parser.parse_args()
     with open(args.corpus, encoding="utf-8") as f:
         text = f.read(int(args.mb * 1e6))
@@ -70,6 +72,11 @@ def main() -> None:
         print(f"{name:<12} {rate['numpy']:>10.1f} {rate['list']:>9.1f} {rate['tiktoken']:>9.1f} "
               f"{rate['hf']:>6.1f} "
               f"{rate['batch']:>8.1f} {rate['tiktoken_batch']:>12.1f}", flush=True)
+        if args.json:
+            with open(args.json, "a") as f:
+                f.write(json.dumps({"encoding": name, "corpus": os.path.basename(args.corpus),
+                                    "mb": n_mb, "threads": args.threads,
+                                    "mb_per_s": rate}) + "\n")
 
 
 if __name__ == "__main__":

@@ -41,6 +41,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", required=True)
     parser.add_argument("--tokenizer", default="gpt2")
+    parser.add_argument("--engines", default="bpe:1,bpe:2,gigatoken:2",
+                        help="ENGINE:WORKERS pairs, comma-separated")
     parser.add_argument("--json", help="append results to this JSON-lines file")
     parser.add_argument("--one", nargs=2, help=argparse.SUPPRESS)   # internal: ENGINE WORKERS
     parser.add_argument("--output", help=argparse.SUPPRESS)
@@ -53,7 +55,8 @@ def main() -> None:
     print(f"corpus {os.path.basename(args.corpus)} ({size_mb:.0f} MB), tokenizer {args.tokenizer}")
     print(f"{'engine':<22} {'seconds':>8} {'MB/s':>7} {'peak RSS MiB':>13} {'tokens':>12}")
     with tempfile.TemporaryDirectory() as work:
-        for engine, workers in [("bpe", 1), ("bpe", 2), ("gigatoken", 2)]:
+        for item in args.engines.split(","):
+            engine, workers = item.split(":")[0], int(item.split(":")[1])
             argv = [sys.executable, __file__, "--corpus", args.corpus, "--tokenizer", args.tokenizer,
                     "--one", engine, str(workers), "--output", os.path.join(work, "tokens.bin")]
             try:

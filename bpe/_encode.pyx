@@ -32,7 +32,7 @@ from bpe._types cimport pack_pair
 
 cdef enum:
     CACHE_MAX_PIECE_BYTES = 256      # longer pre-tokens are rare; not worth caching
-    CACHE_MAX_ENTRIES = 1 << 19      # then the cache starts afresh: memory stays bounded
+    CACHE_MAX_ENTRIES = 1 << 18      # then the cache starts afresh: memory stays bounded
     WHOLE_SEGMENT = -1               # "pattern" id: no pre-tokenization
 
 

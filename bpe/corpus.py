@@ -95,25 +95,24 @@ def resolve_inputs(inputs) -> list[str]:
 
 # --------------------------------------------------------------------------- workers
 
-_worker_tokenizer = None
+_worker_encoding = None
 
 
-def _init_worker(tokenizer) -> None:
-    global _worker_tokenizer
-    _worker_tokenizer = tokenizer
+def _init_worker(encoding) -> None:
+    global _worker_encoding
+    _worker_encoding = encoding
 
 
 def _encode_chunk(task) -> tuple[int, int, np.ndarray, str]:
     """Encode one chunk into its part file; returns its token count, the local
     offsets where documents start after a separator, and the chunk's digest."""
     index, chunk, part_path, dtype, allowed_special, errors, separator_id = task
-    tok = _worker_tokenizer
     with open(chunk.path, "rb") as file:
         file.seek(chunk.start)
         raw = file.read(chunk.n_bytes)
     digest = hashlib.blake2b(raw, digest_size=16).hexdigest()
     data = _valid_utf8(raw, chunk.path, chunk.start, errors)
-    ids = tok._encode_utf8(data, allowed_special).astype(dtype, copy=False)
+    ids = _worker_encoding.encode_utf8(data, allowed_special).astype(dtype, copy=False)
     with open(part_path, "wb") as part:
         ids.tofile(part)
     starts = (np.flatnonzero(ids == separator_id) + 1) if separator_id is not None else np.empty(0)
@@ -211,15 +210,16 @@ def _run(tokenizer, tasks, num_workers, tmp_output, bar, file_first_chunk):
         bar.update(chunk.n_bytes)
 
     with open(tmp_output, "wb") as out:
+        encoding = tokenizer._encoding()
         if num_workers == 1 or len(tasks) <= 1:
-            _init_worker(tokenizer)
+            _init_worker(encoding)
             for task in tasks:
                 append(_encode_chunk(task), task)
         else:
-            tokenizer._kernel()   # built once here; forked workers inherit it
-            context = get_context("fork") if "fork" in _start_methods() else None
-            with ProcessPoolExecutor(min(num_workers, len(tasks)), mp_context=context,
-                                     initializer=_init_worker, initargs=(tokenizer,)) as pool:
+            # Spawned, not forked: a worker holds only the pickled Encoding (flat
+            # arrays), not a copy of everything the parent process has in memory.
+            with ProcessPoolExecutor(min(num_workers, len(tasks)), mp_context=get_context("spawn"),
+                                     initializer=_init_worker, initargs=(encoding,)) as pool:
                 # At most a few chunks in flight: parts on disk stay bounded too.
                 window = 2 * num_workers
                 pending = {}
@@ -258,12 +258,6 @@ def _append_file(path: str, out) -> None:
             part.seek(os.fstat(part.fileno()).st_size - remaining)
             shutil.copyfileobj(part, out, 1 << 20)
             out.flush()
-
-
-def _start_methods():
-    import multiprocessing
-
-    return multiprocessing.get_all_start_methods()
 
 
 def tokenizer_fingerprint(tokenizer) -> str:

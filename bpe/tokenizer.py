@@ -1,7 +1,6 @@
 """The Tokenizer: a vocabulary, its ordered merges, special tokens and a pattern."""
 from __future__ import annotations
 
-import contextlib
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -9,9 +8,9 @@ from typing import AbstractSet, Collection, Iterable, Iterator, Literal, Mapping
 
 import numpy as np
 
-from bpe.patterns import (canonical_pattern, check_special_tokens, compile_pattern, find_safe_cut,
-                          native_pattern_id, special_regex, special_spans,
-                          split_special)
+from bpe.encoding import Encoding
+from bpe.patterns import (canonical_pattern, check_special_tokens, find_safe_cut,
+                          native_pattern_id, special_regex, special_spans)
 
 Pair = tuple[bytes, bytes]
 
@@ -51,7 +50,6 @@ class Tokenizer:
                 self._ids_by_bytes.setdefault(token, token_id)
         self._encoder_lock = threading.Lock()
         self._encoder = None
-        self._idle_sessions: list = []
         for byte in range(256):
             if bytes([byte]) not in self._ids_by_bytes:
                 raise ValueError(f"the vocab has no token for byte {byte:#04x}")
@@ -98,7 +96,7 @@ class Tokenizer:
         ranked = [token_id for token_id, token in sorted(self.vocab.items())
                   if token_id not in special_ids and len(token) > 1
                   and self._ids_by_bytes.get(token) == token_id]
-        encoder = self._build_encoder(ranked)
+        encoder = Encoding.from_tokens(self._ids_by_bytes, ranked, self.pattern, self.special_tokens)
         merges = []
         for rank, token_id in enumerate(ranked):
             parts = encoder.split(self.vocab[token_id], rank)
@@ -108,20 +106,8 @@ class Tokenizer:
             merges.append((self.vocab[parts[0]], self.vocab[parts[1]]))
         return merges
 
-    def _build_encoder(self, ranked_ids):
-        from bpe._encode import Encoder
-
-        tokens = sorted(self._ids_by_bytes.items(), key=lambda item: item[1])
-        data = b"".join(token for token, _ in tokens)
-        offsets = np.zeros(len(tokens) + 1, dtype=np.int64)
-        np.cumsum([len(token) for token, _ in tokens], out=offsets[1:])
-        return Encoder(np.array([self._ids_by_bytes[bytes([b])] for b in range(256)], dtype=np.int32),
-                       np.frombuffer(data, dtype=np.uint8), offsets,
-                       np.array([token_id for _, token_id in tokens], dtype=np.int32),
-                       np.array(ranked_ids, dtype=np.int32))
-
-    def _kernel(self):
-        """The Cython encoder, built on first use (thread-safe)."""
+    def _encoding(self) -> Encoding:
+        """The encoding kernel and its state, built on first use (thread-safe)."""
         if self._encoder is None:
             with self._encoder_lock:
                 if self._encoder is None:
@@ -132,34 +118,15 @@ class Tokenizer:
                             seen.add(token_id)
                             ranked.append(token_id)
                     self._id_objects = tuple(range(self.n_vocab))
-                    self._encoder = self._build_encoder(ranked)
+                    self._encoder = Encoding.from_tokens(self._ids_by_bytes, ranked, self.pattern,
+                                                         self.special_tokens)
         return self._encoder
 
     def _to_list(self, ids: np.ndarray) -> list[int]:
         from bpe._encode import ids_to_list
 
-        self._kernel()
+        self._encoding()
         return ids_to_list(ids, self._id_objects)
-
-    @contextlib.contextmanager
-    def _session(self):
-        """An encoding session (scratch buffers and a warm pre-token cache) for one call.
-
-        Sessions are pooled on the tokenizer rather than kept per thread, so
-        caches stay warm across calls even when thread pools come and go; a
-        session serves one call at a time.
-        """
-        with self._encoder_lock:
-            session = self._idle_sessions.pop() if self._idle_sessions else None
-        if session is None:
-            from bpe._encode import Session
-
-            session = Session()
-        try:
-            yield session
-        finally:
-            with self._encoder_lock:
-                self._idle_sessions.append(session)
 
     # ------------------------------------------------------------------ encoding
 
@@ -195,31 +162,7 @@ class Tokenizer:
 
     def _encode_utf8(self, data: bytes, allowed: Sequence[str]) -> np.ndarray:
         """The ids of valid UTF-8 ``data`` (uint32), ``allowed`` special tokens recognised."""
-        kernel = self._kernel()
-        native = native_pattern_id(self.pattern)
-        if native is None and self.pattern is not None:
-            return self._encode_with_regex(data.decode("utf-8"), allowed)
-        spans = special_spans(data, [token.encode("utf-8") for token in allowed]) if allowed else []
-        with self._session() as session:
-            return kernel.encode(session, np.frombuffer(data, dtype=np.uint8),
-                                 -1 if native is None else native,
-                                 np.array([start for start, _, _ in spans], dtype=np.int64),
-                                 np.array([end for _, end, _ in spans], dtype=np.int64),
-                                 np.array([self.special_tokens[allowed[i]] for _, _, i in spans],
-                                          dtype=np.uint32))
-
-    def _encode_with_regex(self, text: str, allowed: Sequence[str]) -> np.ndarray:
-        """Custom patterns: regex pre-tokenizes, the kernel merges."""
-        compiled = compile_pattern(self.pattern)
-        kernel = self._kernel()
-        parts = []
-        for segment, special in split_special(text, allowed):
-            pieces = [p.encode("utf-8") for p in compiled.findall(segment)]
-            with self._session() as session:
-                parts.append(kernel.encode_pieces(session, pieces))
-            if special is not None:
-                parts.append(np.array([self.special_tokens[special]], dtype=np.uint32))
-        return np.concatenate(parts)
+        return self._encoding().encode_utf8(data, allowed)
 
     def encode(self, text: str, *, allowed_special: Union[Literal["all"], AbstractSet[str]] = "all",
                disallowed_special: Union[Literal["all"], Collection[str]] = ()) -> list[int]:
@@ -361,13 +304,12 @@ class Tokenizer:
         state = self.__dict__.copy()
         state["_encoder"] = None
         state.pop("_id_objects", None)
-        del state["_encoder_lock"], state["_idle_sessions"]
+        del state["_encoder_lock"]
         return state
 
     def __setstate__(self, state):
         self.__dict__.update(state)
         self._encoder_lock = threading.Lock()
-        self._idle_sessions = []
 
     @property
     def n_vocab(self) -> int:

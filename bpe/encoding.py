@@ -1,0 +1,103 @@
+"""Encoding: the kernel with what it needs and nothing more.
+
+An ``Encoding`` holds the Cython kernel's flat arrays, the pattern and the
+special tokens. It is what a ``Tokenizer`` encodes with, and what worker
+processes receive: it pickles as those arrays (about a megabyte), not as the
+tokenizer's Python dicts, so each worker stays small.
+"""
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Mapping, Optional, Sequence
+
+import numpy as np
+
+from bpe.patterns import compile_pattern, native_pattern_id, special_spans, split_special
+
+
+class Encoding:
+    """Encode UTF-8 bytes with one vocabulary (thread-safe; pools per-call sessions)."""
+
+    def __init__(self, arrays: Mapping[str, np.ndarray], pattern: Optional[str],
+                 special_tokens: Mapping[str, int]):
+        from bpe._encode import Encoder
+
+        self._arrays = dict(arrays)
+        self.pattern = pattern
+        self.special_tokens = dict(special_tokens)
+        self._kernel = Encoder(**self._arrays)
+        self._native = native_pattern_id(pattern)
+        self._lock = threading.Lock()
+        self._idle_sessions: list = []
+
+    @classmethod
+    def from_tokens(cls, ids_by_bytes: Mapping[bytes, int], ranked_ids: Sequence[int],
+                    pattern: Optional[str], special_tokens: Mapping[str, int]) -> "Encoding":
+        """``ids_by_bytes``: every ordinary token; ``ranked_ids``: merged tokens in merge order."""
+        tokens = sorted(ids_by_bytes.items(), key=lambda item: item[1])
+        offsets = np.zeros(len(tokens) + 1, dtype=np.int64)
+        np.cumsum([len(token) for token, _ in tokens], out=offsets[1:])
+        arrays = {
+            "byte_ids": np.array([ids_by_bytes[bytes([b])] for b in range(256)], dtype=np.int32),
+            "token_data": np.frombuffer(b"".join(token for token, _ in tokens), dtype=np.uint8),
+            "token_offsets": offsets,
+            "token_ids": np.array([token_id for _, token_id in tokens], dtype=np.int32),
+            "ranked_ids": np.array(ranked_ids, dtype=np.int32),
+        }
+        return cls(arrays, pattern, special_tokens)
+
+    def __getstate__(self):
+        return {"arrays": self._arrays, "pattern": self.pattern, "special_tokens": self.special_tokens}
+
+    def __setstate__(self, state):
+        self.__init__(state["arrays"], state["pattern"], state["special_tokens"])
+
+    def split(self, token: bytes, max_rank: int) -> list[int]:
+        """The parts of ``token`` when only merges of rank < ``max_rank`` apply."""
+        return self._kernel.split(token, max_rank)
+
+    @contextlib.contextmanager
+    def _session(self):
+        """Scratch buffers and a warm pre-token cache for one call.
+
+        Sessions are pooled here rather than kept per thread, so caches stay warm
+        across calls even when thread pools come and go; a session serves one
+        call at a time.
+        """
+        with self._lock:
+            session = self._idle_sessions.pop() if self._idle_sessions else None
+        if session is None:
+            from bpe._encode import Session
+
+            session = Session()
+        try:
+            yield session
+        finally:
+            with self._lock:
+                self._idle_sessions.append(session)
+
+    def encode_utf8(self, data: bytes, allowed: Sequence[str]) -> np.ndarray:
+        """The ids (uint32) of valid UTF-8 ``data``, the ``allowed`` special tokens recognised."""
+        if self._native is None and self.pattern is not None:
+            return self._encode_with_regex(data.decode("utf-8"), allowed)
+        spans = special_spans(data, [token.encode("utf-8") for token in allowed]) if allowed else []
+        with self._session() as session:
+            return self._kernel.encode(
+                session, np.frombuffer(data, dtype=np.uint8),
+                -1 if self._native is None else self._native,
+                np.array([start for start, _, _ in spans], dtype=np.int64),
+                np.array([end for _, end, _ in spans], dtype=np.int64),
+                np.array([self.special_tokens[allowed[i]] for _, _, i in spans], dtype=np.uint32))
+
+    def _encode_with_regex(self, text: str, allowed: Sequence[str]) -> np.ndarray:
+        """Custom patterns: ``regex`` pre-tokenizes, the kernel merges."""
+        compiled = compile_pattern(self.pattern)
+        parts = []
+        for segment, special in split_special(text, allowed):
+            pieces = [p.encode("utf-8") for p in compiled.findall(segment)]
+            with self._session() as session:
+                parts.append(self._kernel.encode_pieces(session, pieces))
+            if special is not None:
+                parts.append(np.array([self.special_tokens[special]], dtype=np.uint32))
+        return np.concatenate(parts)
