@@ -27,6 +27,11 @@ def run_one(engine: str, corpus: str, tokenizer: str, workers: int, output: str)
     if engine == "bpe":
         summary = tok.encode_file(corpus, output, num_workers=workers)
         n_tokens = summary.tokens_out
+    elif engine == "encode":   # the baseline: the whole file through encode_to_numpy, one thread
+        with open(corpus, encoding="utf-8") as f:
+            text = f.read()
+        start = time.perf_counter()
+        n_tokens = len(tok.encode_to_numpy(text))
     else:
         import gigatoken
 
@@ -41,7 +46,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", required=True)
     parser.add_argument("--tokenizer", default="gpt2")
-    parser.add_argument("--engines", default="bpe:1,bpe:2,gigatoken:2",
+    parser.add_argument("--engines", default="encode:1,bpe:1,bpe:2,gigatoken:2",
                         help="ENGINE:WORKERS pairs, comma-separated")
     parser.add_argument("--json", help="append results to this JSON-lines file")
     parser.add_argument("--one", nargs=2, help=argparse.SUPPRESS)   # internal: ENGINE WORKERS
@@ -53,7 +58,7 @@ def main() -> None:
         return
     size_mb = os.path.getsize(args.corpus) / 1e6
     print(f"corpus {os.path.basename(args.corpus)} ({size_mb:.0f} MB), tokenizer {args.tokenizer}")
-    print(f"{'engine':<22} {'seconds':>8} {'MB/s':>7} {'peak RSS MiB':>13} {'tokens':>12}")
+    print(f"{'engine':<27} {'seconds':>8} {'MB/s':>7} {'peak RSS MiB':>13} {'tokens':>12}")
     with tempfile.TemporaryDirectory() as work:
         for item in args.engines.split(","):
             engine, workers = item.split(":")[0], int(item.split(":")[1])
@@ -62,11 +67,12 @@ def main() -> None:
             try:
                 result = run_measured(argv)
             except Exception as e:
-                print(f"{engine:<22} failed: {e}")
+                print(f"{engine:<27} failed: {e}")
                 continue
-            label = f"{engine} ({workers} worker{'s' if workers > 1 else ''})" if engine == "bpe" \
-                else f"{engine} (its threads)"
-            print(f"{label:<22} {result['seconds']:>8.2f} {size_mb / result['seconds']:>7.1f} "
+            label = {"bpe": f"encode_file ({workers} worker{'s' if workers > 1 else ''})",
+                     "encode": "encode_to_numpy (1 thread)",
+                     "gigatoken": "gigatoken (its threads)"}[engine]
+            print(f"{label:<27} {result['seconds']:>8.2f} {size_mb / result['seconds']:>7.1f} "
                   f"{result['peak_rss_mib']:>13.0f} {result['tokens']:>12}", flush=True)
             if args.json:
                 with open(args.json, "a") as f:

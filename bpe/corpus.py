@@ -96,11 +96,18 @@ def resolve_inputs(inputs) -> list[str]:
 # --------------------------------------------------------------------------- workers
 
 _worker_encoding = None
+_malloc_trim = None
 
 
 def _init_worker(encoding) -> None:
-    global _worker_encoding
+    global _worker_encoding, _malloc_trim
     _worker_encoding = encoding
+    try:
+        import ctypes
+
+        _malloc_trim = ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):   # not glibc: nothing to trim
+        _malloc_trim = None
 
 
 def _encode_chunk(task) -> tuple[int, int, np.ndarray, str]:
@@ -116,7 +123,13 @@ def _encode_chunk(task) -> tuple[int, int, np.ndarray, str]:
     with open(part_path, "wb") as part:
         ids.tofile(part)
     starts = (np.flatnonzero(ids == separator_id) + 1) if separator_id is not None else np.empty(0)
-    return index, len(ids), starts.astype(np.uint64), digest
+    n_tokens = len(ids)
+    del raw, data, ids
+    if _malloc_trim is not None:
+        # glibc keeps freed chunk-sized buffers in the heap (its mmap threshold
+        # rises after the first large free); hand them back so RSS stays flat.
+        _malloc_trim(0)
+    return index, n_tokens, starts.astype(np.uint64), digest
 
 
 # --------------------------------------------------------------------------- the driver
