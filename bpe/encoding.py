@@ -16,6 +16,9 @@ import numpy as np
 from bpe.patterns import compile_pattern, native_pattern_id, special_spans, split_special
 
 
+_NO_SPANS = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), np.empty(0, dtype=np.uint32))
+
+
 class Encoding:
     """Encode UTF-8 bytes with one vocabulary (thread-safe; pools per-call sessions)."""
 
@@ -82,13 +85,16 @@ class Encoding:
         if self._native is None and self.pattern is not None:
             return self._encode_with_regex(data.decode("utf-8"), allowed)
         spans = special_spans(data, [token.encode("utf-8") for token in allowed]) if allowed else []
+        if spans:
+            starts = np.array([start for start, _, _ in spans], dtype=np.int64)
+            ends = np.array([end for _, end, _ in spans], dtype=np.int64)
+            ids = np.array([self.special_tokens[allowed[i]] for _, _, i in spans], dtype=np.uint32)
+        else:
+            starts, ends, ids = _NO_SPANS
         with self._session() as session:
-            return self._kernel.encode(
-                session, np.frombuffer(data, dtype=np.uint8),
-                -1 if self._native is None else self._native,
-                np.array([start for start, _, _ in spans], dtype=np.int64),
-                np.array([end for _, end, _ in spans], dtype=np.int64),
-                np.array([self.special_tokens[allowed[i]] for _, _, i in spans], dtype=np.uint32))
+            return self._kernel.encode(session, np.frombuffer(data, dtype=np.uint8),
+                                       -1 if self._native is None else self._native,
+                                       starts, ends, ids)
 
     def _encode_with_regex(self, text: str, allowed: Sequence[str]) -> np.ndarray:
         """Custom patterns: ``regex`` pre-tokenizes, the kernel merges."""

@@ -128,6 +128,9 @@ def _special_regex(special_tokens: tuple[str, ...], as_bytes: bool):
     return regex.compile("|".join(regex.escape(token) for token in ordered))
 
 
+_NOGIL_SEARCH_BYTES = 1 << 16
+
+
 def special_spans(text, special_tokens) -> list[tuple[int, int, int]]:
     """``(start, end, index)`` of each special token in ``text``, the rule of
     ``split_special`` computed with ``find`` (memchr speed) instead of a regex.
@@ -135,8 +138,9 @@ def special_spans(text, special_tokens) -> list[tuple[int, int, int]]:
     ``text`` and ``special_tokens`` are both str or both bytes; ``index`` points
     into ``special_tokens``. Leftmost first; at one position the longest wins.
     """
-    if isinstance(text, bytes):
-        # Occurrences found without the GIL (memmem), so threads encode in parallel.
+    if isinstance(text, bytes) and len(text) >= _NOGIL_SEARCH_BYTES:
+        # Occurrences found without the GIL (memmem), so threads encode in parallel;
+        # short texts are searched faster by find, whose call costs less.
         from bpe._pretok import find_occurrences
 
         positions, owners = find_occurrences(text, list(special_tokens))

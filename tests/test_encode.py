@@ -188,3 +188,15 @@ def test_encode_iterable_memory_is_bounded(tmp_path):
     assert peak < 3 * 2**20, f"peak {peak / 2**20:.1f} MiB of Python allocations"
     with open(path, encoding="utf-8") as f:
         assert n_tokens == len(tok.encode_to_numpy(f.read()))
+
+
+@settings(max_examples=100, deadline=None)
+@given(text=stress_text)
+def test_native_scanner_and_regex_path_encode_alike(pair, text):
+    # "(?:...)" is the same regex but not recognised as built-in: the regex path.
+    tok, _ = pair
+    via_regex = bpe.Tokenizer(tok.vocab, tok.merges, tok.special_tokens,
+                              pattern="(?:" + bpe.PATTERNS[tok.pattern] + ")")
+    assert via_regex.pattern not in bpe.PATTERNS
+    assert via_regex.encode(text) == tok.encode(text)
+    assert via_regex.encode_ordinary(text) == tok.encode_ordinary(text)
