@@ -68,7 +68,7 @@ def main() -> None:
     encode = latest(read("encode.jsonl"), "encoding", "corpus")
     groups = {}
     for row in encode:
-        key = f"{row['encoding']}\n{row['corpus'].split('_')[0]}"
+        key = f"{row['encoding'].replace('_base', '')}\n{row['corpus'].split('_')[0]}"
         groups[key] = {"bpe": row["mb_per_s"]["numpy"], "tiktoken": row["mb_per_s"]["tiktoken"],
                        "hf_tokenizers": row["mb_per_s"]["hf"]}
     bars(axes[1], groups, "MB/s, one thread (higher is better)", "Encoding, identical ids", "{:.0f}")
