@@ -26,6 +26,16 @@ def tree_rss(process: psutil.Process) -> int:
     return total
 
 
+def best_of(function, repeats: int = 3) -> float:
+    """The shortest wall time of ``repeats`` calls of ``function``, in seconds."""
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        function()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
 def run_measured(argv: list[str], timeout: float = 1800) -> dict:
     """Run ``argv`` (which prints one JSON object last) and add wall seconds and peak tree RSS."""
     start = time.perf_counter()

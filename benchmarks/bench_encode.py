@@ -15,7 +15,6 @@ import json
 import os
 import sys
 import tempfile
-import time
 
 import numpy as np
 
@@ -23,14 +22,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 import bpe  # noqa: E402
 from tiktoken_reference import get_encoding  # noqa: E402
 
-
-def best_of(function, repeats: int = 3) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        best = min(best, time.perf_counter() - start)
-    return best
+sys.path.insert(0, os.path.dirname(__file__))
+from _measure import best_of  # noqa: E402
 
 
 def main() -> None:

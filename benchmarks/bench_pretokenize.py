@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import time
+import sys
 from collections import Counter
 
 import regex
@@ -19,14 +19,8 @@ import regex
 from bpe import _pretok, unicode
 from bpe.patterns import PATTERNS
 
-
-def best_of(function, repeats: int = 3) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        best = min(best, time.perf_counter() - start)
-    return best
+sys.path.insert(0, os.path.dirname(__file__))
+from _measure import best_of  # noqa: E402
 
 
 def main() -> None:

@@ -26,11 +26,11 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import get_context
-from typing import Optional, Sequence, Union
+from typing import Optional
 
 import numpy as np
 
-from bpe.chunking import Chunk, plan_chunks
+from bpe.chunking import plan_chunks
 from bpe.pretokens import _progress_bar, _valid_utf8, check_errors, resolve_workers
 
 #: Chunks have a fixed size (not one derived from the worker count), so the input

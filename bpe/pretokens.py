@@ -15,7 +15,7 @@ from typing import Iterable, Mapping, Optional, Sequence, Union
 import numpy as np
 import regex
 
-from bpe.chunking import Chunk, plan_chunks
+from bpe.chunking import plan_chunks
 from bpe._pretok import Interner
 from bpe.patterns import (canonical_pattern, check_special_tokens, compile_pattern,
                           native_pattern_id, special_spans, split_special)

@@ -1,9 +1,7 @@
 """The ``bpe`` command end to end, in subprocesses."""
-import os
 import subprocess
 import sys
 
-import numpy as np
 
 import bpe
 from bpe.corpus import open_tokens

@@ -1,5 +1,4 @@
 """encode_file: a corpus into a memory-mapped token array, equal to encode, for any workers."""
-import json
 import os
 import signal
 import subprocess

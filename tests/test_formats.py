@@ -75,7 +75,7 @@ def test_constructor_checks_merges():
 
 import os  # noqa: E402
 
-from tiktoken_reference import DATA, get_encoding  # noqa: E402
+from tiktoken_reference import DATA  # noqa: E402
 from conftest import SHAKESPEARE  # noqa: E402
 
 TEXTS = [open(SHAKESPEARE, encoding="utf-8").read()[:100_000],

@@ -1,6 +1,5 @@
 """Worked examples from the BPE literature, asserted exactly."""
 import numpy as np
-import pytest
 
 import bpe
 from bpe import pure
