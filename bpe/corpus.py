@@ -35,7 +35,7 @@ from bpe.pretokens import _progress_bar, _valid_utf8, check_errors, resolve_work
 
 #: Chunks have a fixed size (not one derived from the worker count), so the input
 #: fingerprint, built from chunk digests, is the same for any number of workers.
-CHUNK_BYTES = 4 << 20
+CHUNK_BYTES = 2 << 20
 FORMAT_NAME = "bpe-token-array"
 FORMAT_VERSION = 1
 
@@ -99,15 +99,22 @@ _worker_encoding = None
 _malloc_trim = None
 
 
-def _init_worker(encoding) -> None:
+def _init_worker(encoding, trim: bool = True) -> None:
+    """Set up a process to encode chunks; ``trim``: return freed memory to the OS
+    after each chunk (worth it in a worker process, not in the caller's own)."""
     global _worker_encoding, _malloc_trim
     _worker_encoding = encoding
+    _malloc_trim = None
+    if not trim:
+        return
     try:
         import ctypes
 
         _malloc_trim = ctypes.CDLL("libc.so.6").malloc_trim
     except (OSError, AttributeError):   # not glibc: nothing to trim
         _malloc_trim = None
+    if _malloc_trim is not None:
+        _malloc_trim(0)   # what building the Unicode tables and the kernel left behind
 
 
 def _encode_chunk(task) -> tuple[int, int, np.ndarray, str]:
@@ -225,7 +232,7 @@ def _run(tokenizer, tasks, num_workers, tmp_output, bar, file_first_chunk):
     with open(tmp_output, "wb") as out:
         encoding = tokenizer._encoding()
         if num_workers == 1 or len(tasks) <= 1:
-            _init_worker(encoding)
+            _init_worker(encoding, trim=False)
             for task in tasks:
                 append(_encode_chunk(task), task)
         else:
