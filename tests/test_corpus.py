@@ -134,3 +134,35 @@ def test_interrupted_run_leaves_no_output(tmp_path):
     assert process.returncode != 0
     assert "interrupted" in stderr and "Traceback" not in stderr
     assert os.listdir(out.parent) == []
+
+
+def test_killed_worker_is_reported_and_leaves_no_output(tmp_path):
+    psutil = pytest.importorskip("psutil")
+    big = tmp_path / "big.txt"
+    text = open(SHAKESPEARE, encoding="utf-8").read()
+    with open(big, "w", encoding="utf-8") as f:
+        for _ in range(100):                                      # 112 MB: still running when killed
+            f.write(text + EOT)
+    out = tmp_path / "out" / "tokens.bin"
+    out.parent.mkdir()
+    process = subprocess.Popen([sys.executable, "-m", "bpe", "encode", str(big), "--tokenizer", "gpt2",
+                                "-o", str(out), "--workers", "2", "--quiet"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    parent = psutil.Process(process.pid)
+    deadline = time.time() + 60
+    workers = []
+    while not workers:
+        assert time.time() < deadline and process.poll() is None, process.communicate()
+        workers = [p for p in parent.children(recursive=True)
+                   if "resource_tracker" not in " ".join(p.cmdline())]
+        time.sleep(0.05)
+    while not any(name.startswith(".bpe-encode-") for name in os.listdir(out.parent)):
+        assert time.time() < deadline and process.poll() is None, process.communicate()
+        time.sleep(0.01)
+    time.sleep(0.5)
+    workers[0].kill()
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 2, stderr
+    assert "a worker process died while encoding" in stderr and str(big) in stderr
+    assert "Traceback" not in stderr
+    assert os.listdir(out.parent) == []
