@@ -401,6 +401,67 @@ cdef class Encoder:
         finally:
             release_output(scratch)
 
+    def encode_texts(self, Session session, const uint8_t[::1] data, const int64_t[::1] text_offsets,
+                     int pattern, const int64_t[::1] special_starts, const int64_t[::1] special_ends,
+                     const uint32_t[::1] special_ids):
+        """Encode many texts in one call without the GIL: ``(ids, id_offsets)``.
+
+        Text t is ``data[text_offsets[t]:text_offsets[t + 1]]``; special-token
+        ranges (sorted, global offsets) must each lie inside one text. The ids of
+        text t are ``ids[id_offsets[t]:id_offsets[t + 1]]``. One GIL release for a
+        whole batch, so threads do not queue for the GIL text by text.
+        """
+        cdef Py_ssize_t n_texts = text_offsets.shape[0] - 1
+        cdef Py_ssize_t n_special = special_ids.shape[0]
+        cdef Py_ssize_t t, k = 0
+        cdef int64_t start, end
+        cdef int status = 0
+        cdef Scratch* scratch = &session.scratch
+        cdef const uint8_t* s = &data[0] if data.shape[0] > 0 else NULL
+        if pattern != WHOLE_SEGMENT:
+            check_pattern(pattern)
+        if n_texts < 0 or special_starts.shape[0] != n_special or special_ends.shape[0] != n_special:
+            raise ValueError("inconsistent text offsets or special token ranges")
+        if n_texts > 0 and (text_offsets[0] != 0 or text_offsets[n_texts] != data.shape[0]):
+            raise ValueError("text offsets must run from 0 to len(data)")
+        id_offsets = np.empty(n_texts + 1, dtype=np.int64)
+        cdef int64_t[::1] id_view = id_offsets
+        # Every special range must sit inside one text, in order.
+        t = 0
+        for k in range(n_special):
+            while t < n_texts and special_starts[k] >= text_offsets[t + 1]:
+                t += 1
+            if t >= n_texts or special_starts[k] < text_offsets[t] or special_ends[k] > text_offsets[t + 1] \
+                    or special_ends[k] < special_starts[k] or (k > 0 and special_starts[k] < special_ends[k - 1]):
+                raise ValueError("special token ranges must be sorted and inside one text each")
+        try:
+            with nogil:
+                k = 0
+                for t in range(n_texts):
+                    id_view[t] = scratch.out.size
+                    start = text_offsets[t]
+                    end = text_offsets[t + 1]
+                    while k < n_special and special_starts[k] < end and status == 0:
+                        status = self._encode_segment(scratch, s + start, special_starts[k] - start,
+                                                      pattern)
+                        if status == 0 and ids_reserve(&scratch.out, 1) < 0:
+                            status = -1
+                        if status == 0:
+                            scratch.out.data[scratch.out.size] = special_ids[k]
+                            scratch.out.size += 1
+                            start = special_ends[k]
+                            k += 1
+                    if status == 0:
+                        status = self._encode_segment(scratch, s + start, end - start, pattern)
+                    if status < 0:
+                        break
+                id_view[n_texts] = scratch.out.size
+            if status < 0:
+                raise MemoryError()
+            return ids_to_array(&scratch.out), id_offsets
+        finally:
+            release_output(scratch)
+
     def encode_pieces(self, Session session, pieces):
         """The ids of a list of pre-tokens (bytes), for patterns the native scanners lack."""
         cdef Scratch* scratch = &session.scratch
@@ -470,4 +531,29 @@ def ids_to_list(const uint32_t[::1] ids, tuple id_objects):
         item = PyTuple_GET_ITEM(id_objects, ids[k])
         Py_INCREF(<object>item)
         PyList_SET_ITEM(result, k, <object>item)
+    return result
+
+
+def ids_to_lists(const uint32_t[::1] ids, const int64_t[::1] offsets, tuple id_objects):
+    """``[ids[offsets[t]:offsets[t + 1]] as a list for each t]``, from prebuilt ints."""
+    cdef Py_ssize_t n_lists = offsets.shape[0] - 1
+    cdef Py_ssize_t n_objects = PyTuple_GET_SIZE(id_objects)
+    cdef Py_ssize_t t, k
+    cdef PyObject* item
+    for k in range(ids.shape[0]):
+        if ids[k] >= n_objects:
+            raise ValueError(f"token id {ids[k]} has no prebuilt int")
+    if n_lists < 0 or (n_lists > 0 and (offsets[0] != 0 or offsets[n_lists] != ids.shape[0])):
+        raise ValueError("offsets must run from 0 to len(ids)")
+    result = PyList_New(n_lists)
+    for t in range(n_lists):
+        if offsets[t + 1] < offsets[t]:
+            raise ValueError("offsets must not decrease")
+        one = PyList_New(offsets[t + 1] - offsets[t])
+        for k in range(offsets[t], offsets[t + 1]):
+            item = PyTuple_GET_ITEM(id_objects, ids[k])
+            Py_INCREF(<object>item)
+            PyList_SET_ITEM(one, k - offsets[t], <object>item)
+        Py_INCREF(one)
+        PyList_SET_ITEM(result, t, one)
     return result

@@ -13,7 +13,8 @@ from typing import Mapping, Optional, Sequence
 
 import numpy as np
 
-from bpe.patterns import compile_pattern, native_pattern_id, special_spans, split_special
+from bpe.patterns import (compile_pattern, leftmost_longest, native_pattern_id, special_spans,
+                          split_special)
 
 
 _NO_SPANS = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), np.empty(0, dtype=np.uint32))
@@ -95,6 +96,39 @@ class Encoding:
             return self._kernel.encode(session, np.frombuffer(data, dtype=np.uint8),
                                        -1 if self._native is None else self._native,
                                        starts, ends, ids)
+
+    def encode_many_utf8(self, texts: Sequence[bytes], allowed: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """``(ids, id_offsets)`` for many valid UTF-8 texts, encoded in one GIL-free call."""
+        if self._native is None and self.pattern is not None:
+            parts = [self.encode_utf8(text, allowed) for text in texts]
+            offsets = np.zeros(len(parts) + 1, dtype=np.int64)
+            np.cumsum([len(part) for part in parts], out=offsets[1:])
+            return (np.concatenate(parts) if parts else np.empty(0, np.uint32)), offsets
+        text_offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+        np.cumsum([len(text) for text in texts], out=text_offsets[1:])
+        joined = b"".join(texts)
+        starts, ends, ids = _NO_SPANS
+        if allowed:
+            from bpe._pretok import find_occurrences
+
+            # One GIL-free search over the whole batch; an occurrence that runs
+            # across two texts is dropped before the leftmost-longest choice, so
+            # it cannot hide one inside a text.
+            needles = [token.encode("utf-8") for token in allowed]
+            positions, owners = find_occurrences(joined, needles)
+            if len(positions):
+                lengths = np.array([len(needle) for needle in needles], dtype=np.int64)[owners]
+                first = np.searchsorted(text_offsets, positions, side="right")
+                last = np.searchsorted(text_offsets, positions + lengths - 1, side="right")
+                inside = first == last
+                spans = leftmost_longest(positions[inside].tolist(), owners[inside].tolist(), needles)
+                starts = np.array([a for a, _, _ in spans], dtype=np.int64)
+                ends = np.array([b for _, b, _ in spans], dtype=np.int64)
+                ids = np.array([self.special_tokens[allowed[i]] for _, _, i in spans], dtype=np.uint32)
+        with self._session() as session:
+            return self._kernel.encode_texts(
+                session, np.frombuffer(joined, dtype=np.uint8), text_offsets,
+                -1 if self._native is None else self._native, starts, ends, ids)
 
     def _encode_with_regex(self, text: str, allowed: Sequence[str]) -> np.ndarray:
         """Custom patterns: ``regex`` pre-tokenizes, the kernel merges."""

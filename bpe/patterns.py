@@ -144,16 +144,21 @@ def special_spans(text, special_tokens) -> list[tuple[int, int, int]]:
         from bpe._pretok import find_occurrences
 
         positions, owners = find_occurrences(text, list(special_tokens))
-        found = sorted(zip(positions.tolist(), [-len(special_tokens[i]) for i in owners.tolist()],
-                           owners.tolist()))
-    else:
-        found = []
-        for index, token in enumerate(special_tokens):
-            position = text.find(token)
-            while position >= 0:
-                found.append((position, -len(token), index))
-                position = text.find(token, position + 1)
-        found.sort()
+        return leftmost_longest(positions.tolist(), owners.tolist(), special_tokens)
+    positions, owners = [], []
+    for index, token in enumerate(special_tokens):
+        position = text.find(token)
+        while position >= 0:
+            positions.append(position)
+            owners.append(index)
+            position = text.find(token, position + 1)
+    return leftmost_longest(positions, owners, special_tokens)
+
+
+def leftmost_longest(positions, owners, special_tokens) -> list[tuple[int, int, int]]:
+    """From every occurrence (overlaps included), the matches a left-to-right scan makes:
+    the leftmost first, the longest at one position, none overlapping a kept one."""
+    found = sorted(zip(positions, [-len(special_tokens[i]) for i in owners], owners))
     spans = []
     end = 0
     for start, negative_length, index in found:

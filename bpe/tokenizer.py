@@ -13,6 +13,16 @@ from bpe.patterns import (canonical_pattern, check_special_tokens, find_safe_cut
                           native_pattern_id, special_regex, special_spans)
 
 Pair = tuple[bytes, bytes]
+#: encode_batch hands the kernel about this many characters per call.
+BATCH_BYTES = 1 << 18
+
+
+def _utf8(text: str) -> bytes:
+    """``text`` as UTF-8; lone surrogates (not Unicode scalar values) become U+FFFD, as in tiktoken."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode("utf-8")
 
 
 class Tokenizer:
@@ -153,12 +163,7 @@ class Tokenizer:
         return sorted(allowed)
 
     def _encode_array(self, text: str, allowed: Sequence[str]) -> np.ndarray:
-        try:
-            data = text.encode("utf-8")
-        except UnicodeEncodeError:
-            # Lone surrogates are not Unicode scalar values; like tiktoken, read them as U+FFFD.
-            data = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode("utf-8")
-        return self._encode_utf8(data, allowed)
+        return self._encode_utf8(_utf8(text), allowed)
 
     def _encode_utf8(self, data: bytes, allowed: Sequence[str]) -> np.ndarray:
         """The ids of valid UTF-8 ``data`` (uint32), ``allowed`` special tokens recognised."""
@@ -201,20 +206,40 @@ class Tokenizer:
                      allowed_special="all", disallowed_special=()) -> list[list[int]]:
         """Encode many texts on a thread pool; the kernel runs without the GIL.
 
-        Each thread takes a contiguous share of the texts (one task per thread,
-        not per text), so short texts do not pay the pool's per-task cost.
+        Texts go in batches of about ``BATCH_BYTES``: each batch holds the GIL
+        briefly to prepare, encodes in one GIL-free kernel call, then builds its
+        lists, so one thread's kernel time overlaps the other's list building
+        (text-by-text calls made the threads queue for the GIL).
         """
         texts = list(texts)
-        num_threads = max(1, min(num_threads or os.cpu_count() or 1, len(texts)))
+        batches, size, current = [], 0, []
+        for index, text in enumerate(texts):
+            current.append(index)
+            size += len(text)
+            if size >= BATCH_BYTES:
+                batches.append(current)
+                current, size = [], 0
+        if current:
+            batches.append(current)
+        encoding = self._encoding()
 
-        def share(part: int) -> list[list[int]]:
-            begin, end = part * len(texts) // num_threads, (part + 1) * len(texts) // num_threads
-            return [self.encode(text, allowed_special=allowed_special,
-                                disallowed_special=disallowed_special) for text in texts[begin:end]]
+        def encode(batch: list[int]) -> list[list[int]]:
+            data, allowed = [], None
+            for index in batch:
+                text = texts[index]
+                text_allowed = self._allowed(allowed_special, disallowed_special, text)
+                allowed = text_allowed if allowed is None else allowed
+                data.append(_utf8(text))
+            from bpe._encode import ids_to_lists
+
+            ids, offsets = encoding.encode_many_utf8(data, allowed or [])
+            return ids_to_lists(ids, offsets, self._id_objects)
+
+        num_threads = max(1, min(num_threads or os.cpu_count() or 1, len(batches) or 1))
         if num_threads == 1:
-            return share(0)
+            return [ids for batch in batches for ids in encode(batch)]
         with ThreadPoolExecutor(max_workers=num_threads) as pool:
-            return [ids for part in pool.map(share, range(num_threads)) for ids in part]
+            return [ids for part in pool.map(encode, batches) for ids in part]
 
     def encode_iterable(self, texts: Iterable[str], *, allowed_special="all",
                         disallowed_special=(), flush_chars: int = 1 << 16) -> Iterator[int]:

@@ -210,3 +210,12 @@ def test_native_scanner_and_regex_path_encode_alike(pair, text):
     assert via_regex.pattern not in bpe.PATTERNS
     assert via_regex.encode(text) == tok.encode(text)
     assert via_regex.encode_ordinary(text) == tok.encode_ordinary(text)
+
+
+def test_encode_batch_never_matches_a_special_token_across_two_texts():
+    vocab = {i: bytes([i]) for i in range(256)}
+    vocab[256], vocab[257] = b"<s>", b"aa"
+    tok = bpe.Tokenizer(vocab, [(b"a", b"a")], {"<s>": 256}, pattern=None)
+    texts = ["x<", "s>y", "<s", ">", "a<s>", "<s><s", ">z"]
+    assert tok.encode_batch(texts, num_threads=1) == [tok.encode(t) for t in texts]
+    assert tok.encode_batch(texts * 50, num_threads=2) == [tok.encode(t) for t in texts * 50]
