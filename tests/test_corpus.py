@@ -113,21 +113,28 @@ def test_bad_input_names_the_file_and_leaves_nothing(tmp_path):
         bpe.load("gpt2").encode_file(tmp_path / "missing.txt", out)
 
 
-def test_interrupted_run_leaves_no_output(tmp_path):
+def start_encoding(tmp_path, copies: int, tokenizer: str):
+    """Start ``bpe encode`` on ``copies`` x Tiny Shakespeare with 2 workers; return once its
+    temporary directory exists, with the process and the output path."""
     big = tmp_path / "big.txt"
     text = open(SHAKESPEARE, encoding="utf-8").read()
     with open(big, "w", encoding="utf-8") as f:
-        for _ in range(40):                                       # 45 MB
+        for _ in range(copies):
             f.write(text + EOT)
     out = tmp_path / "out" / "tokens.bin"
     out.parent.mkdir()
-    process = subprocess.Popen([sys.executable, "-m", "bpe", "encode", str(big), "--tokenizer", "o200k_base",
+    process = subprocess.Popen([sys.executable, "-m", "bpe", "encode", str(big), "--tokenizer", tokenizer,
                                 "-o", str(out), "--workers", "2", "--quiet"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 60
     while not any(name.startswith(".bpe-encode-") for name in os.listdir(out.parent)):
         assert time.time() < deadline and process.poll() is None, process.communicate()
         time.sleep(0.01)
+    return process, big, out
+
+
+def test_interrupted_run_leaves_no_output(tmp_path):
+    process, _, out = start_encoding(tmp_path, 40, "o200k_base")            # 45 MB
     time.sleep(0.3)
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=60)
@@ -138,27 +145,14 @@ def test_interrupted_run_leaves_no_output(tmp_path):
 
 def test_killed_worker_is_reported_and_leaves_no_output(tmp_path):
     psutil = pytest.importorskip("psutil")
-    big = tmp_path / "big.txt"
-    text = open(SHAKESPEARE, encoding="utf-8").read()
-    with open(big, "w", encoding="utf-8") as f:
-        for _ in range(100):                                      # 112 MB: still running when killed
-            f.write(text + EOT)
-    out = tmp_path / "out" / "tokens.bin"
-    out.parent.mkdir()
-    process = subprocess.Popen([sys.executable, "-m", "bpe", "encode", str(big), "--tokenizer", "gpt2",
-                                "-o", str(out), "--workers", "2", "--quiet"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    parent = psutil.Process(process.pid)
+    process, big, out = start_encoding(tmp_path, 100, "gpt2")              # 112 MB: still running when killed
     deadline = time.time() + 60
     workers = []
     while not workers:
         assert time.time() < deadline and process.poll() is None, process.communicate()
-        workers = [p for p in parent.children(recursive=True)
+        workers = [p for p in psutil.Process(process.pid).children(recursive=True)
                    if "resource_tracker" not in " ".join(p.cmdline())]
         time.sleep(0.05)
-    while not any(name.startswith(".bpe-encode-") for name in os.listdir(out.parent)):
-        assert time.time() < deadline and process.poll() is None, process.communicate()
-        time.sleep(0.01)
     time.sleep(0.5)
     workers[0].kill()
     _, stderr = process.communicate(timeout=60)
