@@ -357,54 +357,12 @@ cdef class Encoder:
             i = end
         return 0
 
-    def encode(self, Session session, const uint8_t[::1] data, int pattern,
-               const int64_t[::1] special_starts, const int64_t[::1] special_ends,
-               const uint32_t[::1] special_ids):
-        """The ids of UTF-8 ``data``: uint32 array.
-
-        ``pattern`` is a native pattern id, or -1 to treat each segment whole.
-        The given special tokens (sorted, non-overlapping byte ranges) are
-        emitted as their ids; the text between them is encoded.
-        """
-        cdef Py_ssize_t n = data.shape[0]
-        cdef Py_ssize_t n_special = special_ids.shape[0]
-        cdef Py_ssize_t k
-        cdef int64_t start = 0
-        cdef int status = 0
-        cdef Scratch* scratch = &session.scratch
-        cdef const uint8_t* s = &data[0] if n > 0 else NULL
-        if pattern != WHOLE_SEGMENT:
-            check_pattern(pattern)
-        if special_starts.shape[0] != n_special or special_ends.shape[0] != n_special:
-            raise ValueError("special token ranges and ids differ in length")
-        for k in range(n_special):
-            if not (start <= special_starts[k] <= special_ends[k] <= n):
-                raise ValueError("special token ranges must be sorted and inside the data")
-            start = special_ends[k]
-        try:
-            with nogil:
-                start = 0
-                for k in range(n_special):
-                    status = self._encode_segment(scratch, s + start, special_starts[k] - start,
-                                                  pattern)
-                    if status < 0 or ids_reserve(&scratch.out, 1) < 0:
-                        status = -1
-                        break
-                    scratch.out.data[scratch.out.size] = special_ids[k]
-                    scratch.out.size += 1
-                    start = special_ends[k]
-                if status == 0:
-                    status = self._encode_segment(scratch, s + start, n - start, pattern)
-            if status < 0:
-                raise MemoryError()
-            return ids_to_array(&scratch.out)
-        finally:
-            release_output(scratch)
-
     def encode_texts(self, Session session, const uint8_t[::1] data, const int64_t[::1] text_offsets,
                      int pattern, const int64_t[::1] special_starts, const int64_t[::1] special_ends,
                      const uint32_t[::1] special_ids):
-        """Encode many texts in one call without the GIL: ``(ids, id_offsets)``.
+        """Encode texts in one call without the GIL: ``(ids, id_offsets)`` (uint32, int64).
+
+        ``pattern`` is a native pattern id, or -1 to treat each segment whole.
 
         Text t is ``data[text_offsets[t]:text_offsets[t + 1]]``; special-token
         ranges (sorted, global offsets) must each lie inside one text. The ids of

@@ -83,45 +83,28 @@ class Encoding:
 
     def encode_utf8(self, data: bytes, allowed: Sequence[str]) -> np.ndarray:
         """The ids (uint32) of valid UTF-8 ``data``, the ``allowed`` special tokens recognised."""
-        if self._native is None and self.pattern is not None:
-            return self._encode_with_regex(data.decode("utf-8"), allowed)
-        spans = special_spans(data, [token.encode("utf-8") for token in allowed]) if allowed else []
-        if spans:
-            starts = np.array([start for start, _, _ in spans], dtype=np.int64)
-            ends = np.array([end for _, end, _ in spans], dtype=np.int64)
-            ids = np.array([self.special_tokens[allowed[i]] for _, _, i in spans], dtype=np.uint32)
-        else:
-            starts, ends, ids = _NO_SPANS
-        with self._session() as session:
-            return self._kernel.encode(session, np.frombuffer(data, dtype=np.uint8),
-                                       -1 if self._native is None else self._native,
-                                       starts, ends, ids)
+        return self.encode_many_utf8([data], allowed)[0]
 
     def encode_many_utf8(self, texts: Sequence[bytes], allowed: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        """``(ids, id_offsets)`` for many valid UTF-8 texts, encoded in one GIL-free call."""
+        """``(ids, id_offsets)`` for valid UTF-8 texts, encoded in one GIL-free kernel call;
+        the ids of text t are ``ids[id_offsets[t]:id_offsets[t + 1]]``."""
         if self._native is None and self.pattern is not None:
-            parts = [self.encode_utf8(text, allowed) for text in texts]
+            parts = [self._encode_with_regex(text.decode("utf-8"), allowed) for text in texts]
             offsets = np.zeros(len(parts) + 1, dtype=np.int64)
             np.cumsum([len(part) for part in parts], out=offsets[1:])
             return (np.concatenate(parts) if parts else np.empty(0, np.uint32)), offsets
-        text_offsets = np.zeros(len(texts) + 1, dtype=np.int64)
-        np.cumsum([len(text) for text in texts], out=text_offsets[1:])
-        joined = b"".join(texts)
+        if len(texts) == 1:      # the common single-text call: skip the joins
+            joined = texts[0]
+            text_offsets = np.array([0, len(joined)], dtype=np.int64)
+        else:
+            joined = b"".join(texts)
+            text_offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+            np.cumsum([len(text) for text in texts], out=text_offsets[1:])
         starts, ends, ids = _NO_SPANS
         if allowed:
-            from bpe._pretok import find_occurrences
-
-            # One GIL-free search over the whole batch; an occurrence that runs
-            # across two texts is dropped before the leftmost-longest choice, so
-            # it cannot hide one inside a text.
-            needles = [token.encode("utf-8") for token in allowed]
-            positions, owners = find_occurrences(joined, needles)
-            if len(positions):
-                lengths = np.array([len(needle) for needle in needles], dtype=np.int64)[owners]
-                first = np.searchsorted(text_offsets, positions, side="right")
-                last = np.searchsorted(text_offsets, positions + lengths - 1, side="right")
-                inside = first == last
-                spans = leftmost_longest(positions[inside].tolist(), owners[inside].tolist(), needles)
+            spans = self._special_spans(texts, joined, text_offsets,
+                                        [token.encode("utf-8") for token in allowed])
+            if spans:
                 starts = np.array([a for a, _, _ in spans], dtype=np.int64)
                 ends = np.array([b for _, b, _ in spans], dtype=np.int64)
                 ids = np.array([self.special_tokens[allowed[i]] for _, _, i in spans], dtype=np.uint32)
@@ -129,6 +112,26 @@ class Encoding:
             return self._kernel.encode_texts(
                 session, np.frombuffer(joined, dtype=np.uint8), text_offsets,
                 -1 if self._native is None else self._native, starts, ends, ids)
+
+    @staticmethod
+    def _special_spans(texts, joined: bytes, text_offsets: np.ndarray, needles: list[bytes]):
+        """The special-token spans of every text, in offsets of ``joined``."""
+        if len(texts) == 1:
+            # One text: special_spans picks find or a GIL-free memmem by its length.
+            return special_spans(joined, needles)
+        from bpe._pretok import find_occurrences
+
+        # One GIL-free search over the whole batch; an occurrence that runs across
+        # two texts is dropped before the leftmost-longest choice, so it cannot hide
+        # one inside a text.
+        positions, owners = find_occurrences(joined, needles)
+        if not len(positions):
+            return []
+        lengths = np.array([len(needle) for needle in needles], dtype=np.int64)[owners]
+        first = np.searchsorted(text_offsets, positions, side="right")
+        last = np.searchsorted(text_offsets, positions + lengths - 1, side="right")
+        inside = first == last
+        return leftmost_longest(positions[inside].tolist(), owners[inside].tolist(), needles)
 
     def _encode_with_regex(self, text: str, allowed: Sequence[str]) -> np.ndarray:
         """Custom patterns: ``regex`` pre-tokenizes, the kernel merges."""
