@@ -40,6 +40,7 @@ cdef struct Ids:
     uint32_t* data
     int64_t size
     int64_t capacity
+    bint borrowed        # the caller's buffer: never grown or freed here
 
 
 cdef inline int ids_reserve(Ids* ids, int64_t extra) noexcept nogil:
@@ -47,6 +48,8 @@ cdef inline int ids_reserve(Ids* ids, int64_t extra) noexcept nogil:
     cdef void* grown
     if ids.size + extra <= ids.capacity:
         return 0
+    if ids.borrowed:
+        return -1
     while capacity < ids.size + extra:
         capacity *= 2
     grown = realloc(ids.data, capacity * sizeof(uint32_t))
@@ -72,8 +75,10 @@ cdef struct Scratch:
 cdef int scratch_init(Scratch* s) noexcept nogil:
     s.out.data = NULL
     s.out.size = s.out.capacity = 0
+    s.out.borrowed = False
     s.cached.data = NULL
     s.cached.size = s.cached.capacity = 0
+    s.cached.borrowed = False
     s.part_token = s.part_next = s.part_prev = NULL
     s.heap = NULL
     s.work_capacity = 0
@@ -359,7 +364,7 @@ cdef class Encoder:
 
     def encode_texts(self, Session session, const uint8_t[::1] data, const int64_t[::1] text_offsets,
                      int pattern, const int64_t[::1] special_starts, const int64_t[::1] special_ends,
-                     const uint32_t[::1] special_ids):
+                     const uint32_t[::1] special_ids, uint32_t[::1] out=None):
         """Encode texts in one call without the GIL: ``(ids, id_offsets)`` (uint32, int64).
 
         ``pattern`` is a native pattern id, or -1 to treat each segment whole.
@@ -368,6 +373,13 @@ cdef class Encoder:
         ranges (sorted, global offsets) must each lie inside one text. The ids of
         text t are ``ids[id_offsets[t]:id_offsets[t + 1]]``. One GIL release for a
         whole batch, so threads do not queue for the GIL text by text.
+
+        With ``out``, the ids are written there and ``ids`` is a view of it: a
+        caller encoding chunk after chunk reuses one buffer instead of faulting in
+        fresh pages for every chunk. It must hold as many ids as the texts have
+        bytes outside special tokens, plus one per special token: a bound no
+        encoding exceeds (an ordinary id covers at least one byte), so it is
+        never grown. ``len(data)`` is enough when no special token is empty.
         """
         cdef Py_ssize_t n_texts = text_offsets.shape[0] - 1
         cdef Py_ssize_t n_special = special_ids.shape[0]
@@ -376,6 +388,8 @@ cdef class Encoder:
         cdef int status = 0
         cdef Scratch* scratch = &session.scratch
         cdef const uint8_t* s = &data[0] if data.shape[0] > 0 else NULL
+        cdef Ids own_out = scratch.out
+        cdef int64_t bound
         if pattern != WHOLE_SEGMENT:
             check_pattern(pattern)
         if n_texts < 0 or special_starts.shape[0] != n_special or special_ends.shape[0] != n_special:
@@ -392,6 +406,16 @@ cdef class Encoder:
             if t >= n_texts or special_starts[k] < text_offsets[t] or special_ends[k] > text_offsets[t + 1] \
                     or special_ends[k] < special_starts[k] or (k > 0 and special_starts[k] < special_ends[k - 1]):
                 raise ValueError("special token ranges must be sorted and inside one text each")
+        if out is not None:
+            bound = data.shape[0]
+            for k in range(n_special):
+                bound += 1 - (special_ends[k] - special_starts[k])
+            if out.shape[0] < bound:
+                raise ValueError(f"out holds {out.shape[0]} ids; these texts may need {bound}")
+            scratch.out.data = &out[0] if out.shape[0] > 0 else NULL
+            scratch.out.size = 0
+            scratch.out.capacity = out.shape[0]
+            scratch.out.borrowed = True
         try:
             with nogil:
                 k = 0
@@ -416,8 +440,12 @@ cdef class Encoder:
                 id_view[n_texts] = scratch.out.size
             if status < 0:
                 raise MemoryError()
+            if out is not None:
+                return np.asarray(out)[:scratch.out.size], id_offsets
             return ids_to_array(&scratch.out), id_offsets
         finally:
+            if out is not None:
+                scratch.out = own_out
             release_output(scratch)
 
     def encode_pieces(self, Session session, pieces):
@@ -442,6 +470,7 @@ cdef class Encoder:
         cdef Ids out
         out.data = NULL
         out.size = out.capacity = 0
+        out.borrowed = False
         if len(token) < 2:
             return [self.byte_ids[token[0]]] if token else []
         if scratch_init(&scratch) < 0:

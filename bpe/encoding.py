@@ -81,18 +81,26 @@ class Encoding:
             with self._lock:
                 self._idle_sessions.append(session)
 
-    def encode_utf8(self, data: bytes, allowed: Sequence[str]) -> np.ndarray:
-        """The ids (uint32) of valid UTF-8 ``data``, the ``allowed`` special tokens recognised."""
-        return self.encode_many_utf8([data], allowed)[0]
+    def encode_utf8(self, data, allowed: Sequence[str], out: Optional[np.ndarray] = None) -> np.ndarray:
+        """The ids (uint32) of valid UTF-8 ``data`` (bytes-like), the ``allowed``
+        special tokens recognised; written into ``out`` (uint32, at least
+        ``len(data) + 1`` long) when given, and then a view of it."""
+        return self.encode_many_utf8([data], allowed, out)[0]
 
-    def encode_many_utf8(self, texts: Sequence[bytes], allowed: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    def encode_many_utf8(self, texts: Sequence, allowed: Sequence[str],
+                         out: Optional[np.ndarray] = None) -> tuple[np.ndarray, np.ndarray]:
         """``(ids, id_offsets)`` for valid UTF-8 texts, encoded in one GIL-free kernel call;
-        the ids of text t are ``ids[id_offsets[t]:id_offsets[t + 1]]``."""
+        the ids of text t are ``ids[id_offsets[t]:id_offsets[t + 1]]``. With ``out``,
+        the ids are written there (see ``Encoder.encode_texts``)."""
         if self._native is None and self.pattern is not None:
-            parts = [self._encode_with_regex(text.decode("utf-8"), allowed) for text in texts]
+            parts = [self._encode_with_regex(bytes(text).decode("utf-8"), allowed) for text in texts]
             offsets = np.zeros(len(parts) + 1, dtype=np.int64)
             np.cumsum([len(part) for part in parts], out=offsets[1:])
-            return (np.concatenate(parts) if parts else np.empty(0, np.uint32)), offsets
+            ids = np.concatenate(parts) if parts else np.empty(0, np.uint32)
+            if out is not None:
+                out[:len(ids)] = ids
+                ids = out[:len(ids)]
+            return ids, offsets
         if len(texts) == 1:      # the common single-text call: skip the joins
             joined = texts[0]
             text_offsets = np.array([0, len(joined)], dtype=np.int64)
@@ -111,7 +119,7 @@ class Encoding:
         with self._session() as session:
             return self._kernel.encode_texts(
                 session, np.frombuffer(joined, dtype=np.uint8), text_offsets,
-                -1 if self._native is None else self._native, starts, ends, ids)
+                -1 if self._native is None else self._native, starts, ends, ids, out)
 
     @staticmethod
     def _special_spans(texts, joined: bytes, text_offsets: np.ndarray, needles: list[bytes]):

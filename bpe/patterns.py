@@ -138,9 +138,10 @@ def special_spans(text, special_tokens) -> list[tuple[int, int, int]]:
     ``text`` and ``special_tokens`` are both str or both bytes; ``index`` points
     into ``special_tokens``. Leftmost first; at one position the longest wins.
     """
-    if isinstance(text, bytes) and len(text) >= _NOGIL_SEARCH_BYTES:
+    if not isinstance(text, (str, bytes)) or len(text) >= _NOGIL_SEARCH_BYTES and isinstance(text, bytes):
         # Occurrences found without the GIL (memmem), so threads encode in parallel;
-        # short texts are searched faster by find, whose call costs less.
+        # short texts are searched faster by find, whose call costs less. Other
+        # bytes-like objects (a reused read buffer) have no find: memmem them too.
         from bpe._pretok import find_occurrences
 
         positions, owners = find_occurrences(text, list(special_tokens))

@@ -198,17 +198,18 @@ def _count_utf8(texts: Sequence[bytes], special_tokens: Sequence[str],
     return PretokenCounts(*interner.arrays(), pattern)
 
 
-def _valid_utf8(raw: bytes, path: str, start: int, errors: str) -> bytes:
-    """``raw`` checked to be UTF-8; with errors="replace", invalid bytes become U+FFFD."""
+def _valid_utf8(raw, path: str, start: int, errors: str):
+    """``raw`` (bytes-like) checked to be UTF-8; with errors="replace", invalid bytes
+    become U+FFFD (in new bytes)."""
     from bpe._pretok import utf8_error_offset
 
     bad = utf8_error_offset(raw)
     if bad < 0:
         return raw
     if errors == "replace":
-        return raw.decode("utf-8", errors="replace").encode("utf-8")
+        return bytes(raw).decode("utf-8", errors="replace").encode("utf-8")
     try:   # for the reason, as Python words it
-        raw[bad:bad + 4].decode("utf-8")
+        bytes(raw[bad:bad + 4]).decode("utf-8")
         reason = "invalid byte"
     except UnicodeDecodeError as e:
         reason = e.reason

@@ -219,3 +219,21 @@ def test_encode_batch_never_matches_a_special_token_across_two_texts():
     texts = ["x<", "s>y", "<s", ">", "a<s>", "<s><s", ">z"]
     assert tok.encode_batch(texts, num_threads=1) == [tok.encode(t) for t in texts]
     assert tok.encode_batch(texts * 50, num_threads=2) == [tok.encode(t) for t in texts * 50]
+
+
+@pytest.mark.parametrize("name", ["gpt2", "o200k_base"])
+def test_encoding_into_a_reused_buffer_equals_a_fresh_array(name):
+    encoding = bpe.load(name)._encoding()
+    texts = [open(SHAKESPEARE, "rb").read()[:50_000], "<|endoftext|>x<|endoftext|>".encode(), b"",
+             "日本語 👍 ok".encode()]
+    out = np.full(60_000, 7, dtype=np.uint32)
+    for text in texts:
+        fresh = encoding.encode_utf8(text, ["<|endoftext|>"])
+        into = encoding.encode_utf8(memoryview(text), ["<|endoftext|>"], out)
+        assert np.shares_memory(into, out) or len(into) == 0
+        assert np.array_equal(into, fresh)
+    # Room for one id per byte outside special tokens and one per special token, or an error.
+    two_specials = "<|endoftext|><|endoftext|>".encode()
+    assert len(encoding.encode_utf8(two_specials, ["<|endoftext|>"], out[:2])) == 2
+    with pytest.raises(ValueError, match="out holds 1 ids; these texts may need 2"):
+        encoding.encode_utf8(two_specials, ["<|endoftext|>"], out[:1])
