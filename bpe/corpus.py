@@ -10,9 +10,10 @@ The output is a flat array of token ids in native byte order, readable with
   and at the start of each file).
 
 Files are cut into chunks by the training rule (``bpe.chunking``, snapping to the
-separator); worker processes encode chunks into part files that the parent joins
-in order into a temporary file, renamed only when everything succeeded. The ids
-equal ``tok.encode`` of each file's text, for any number of workers.
+separator); worker processes encode chunks and write each chunk's ids straight
+into a temporary file at its offset (see ``ChunkEncoder``), renamed only when
+everything succeeded. The ids equal ``tok.encode`` of each file's text, for any
+number of workers.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import pickle
 import shutil
 import tempfile
 import time
@@ -37,7 +39,7 @@ from bpe.pretokens import _progress_bar, _valid_utf8, check_errors, resolve_work
 #: fingerprint, built from chunk digests, is the same for any number of workers.
 CHUNK_BYTES = 2 << 20
 FORMAT_NAME = "bpe-token-array"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2   # 2: inputs_fingerprint from sha256 chunk digests (was BLAKE2b)
 
 
 class CorpusEncodeError(RuntimeError):
@@ -95,48 +97,157 @@ def resolve_inputs(inputs) -> list[str]:
 
 # --------------------------------------------------------------------------- workers
 
-_worker_encoding = None
-_malloc_trim = None
+#: ``counts[k]`` while chunk k's token count is not yet known; then its count.
+UNKNOWN = -1
+#: ``counts[k]`` once encoding chunk k failed: whoever waits on it gives up.
+FAILED = -2
+#: How long a worker sleeps between looks at the counts of earlier chunks.
+POLL_SECONDS = 0.0002
 
 
-def _init_worker(encoding, trim: bool = True) -> None:
-    """Set up a process to encode chunks; ``trim``: return freed memory to the OS
-    after each chunk (worth it in a worker process, not in the caller's own)."""
-    global _worker_encoding, _malloc_trim
-    _worker_encoding = encoding
-    _malloc_trim = None
-    if not trim:
-        return
+class ChunkFailed(RuntimeError):
+    """An earlier chunk failed, so this one has no place in the output; the
+    caller reports the earlier chunk's own error."""
+
+
+class ChunkEncoder:
+    """Encodes chunks and writes their ids straight into the output file.
+
+    Chunk k's ids belong at the sum of the token counts of chunks 0..k-1.
+    ``counts`` (shared between processes) holds each chunk's count once known,
+    so after encoding chunk k a process publishes its count, waits until every
+    earlier count is known, and writes at that offset: nothing is copied
+    twice, and nothing is joined at the end. Chunks are handed out in order,
+    so the earliest unfinished chunk never waits: no deadlock.
+
+    Buffers are allocated once and reused: fresh buffers for each 2 MiB chunk
+    cost a page fault per 4 KiB. With ``trim``, what the chunk freed besides is
+    handed back to the OS after each chunk (worth it in a worker process, not
+    in the caller's own): glibc otherwise keeps ~20 MiB more per worker.
+    """
+
+    def __init__(self, encoding, output_path: str, counts, dtype: np.dtype, allowed, errors: str,
+                 separator_id: Optional[int], trim: bool = False):
+        self.encoding = encoding
+        self.malloc_trim = _find_malloc_trim() if trim else None
+        self.counts = np.frombuffer(counts, dtype=np.int64) if not isinstance(counts, np.ndarray) else counts
+        self.dtype = dtype
+        self.allowed = allowed
+        self.errors = errors
+        self.separator_id = separator_id
+        self.fd = os.open(output_path, os.O_WRONLY)
+        self.parent_pid = os.getppid()
+        self.known = 0             # counts[:known] are all known ...
+        self.known_tokens = 0      # ... and sum to this
+        self.raw = np.empty(0, dtype=np.uint8)
+        self.ids = np.empty(0, dtype=np.uint32)
+        self.narrow = np.empty(0, dtype=dtype)
+        self.is_separator = np.empty(0, dtype=bool)
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+    def _reserve(self, n_bytes: int) -> None:
+        """Buffers for a chunk of ``n_bytes``: it has at most as many ids as bytes."""
+        if len(self.raw) < n_bytes:
+            self.raw = np.empty(n_bytes, dtype=np.uint8)
+            self.ids = np.empty(n_bytes, dtype=np.uint32)
+            self.narrow = np.empty(n_bytes, dtype=self.dtype)
+            self.is_separator = np.empty(n_bytes, dtype=bool)
+
+    def encode(self, index: int, chunk) -> tuple[int, int, np.ndarray, str]:
+        """Encode chunk ``index`` into place; returns its index, token count, the local
+        offsets where documents start after a separator, and the chunk's digest."""
+        try:
+            return self._encode(index, chunk)
+        except BaseException:
+            if self.counts[index] == UNKNOWN:
+                self.counts[index] = FAILED
+            raise
+        finally:
+            if self.malloc_trim is not None:
+                self.malloc_trim(0)
+
+    def _encode(self, index: int, chunk) -> tuple[int, int, np.ndarray, str]:
+        self._reserve(chunk.n_bytes)
+        raw = memoryview(self.raw)[:chunk.n_bytes]
+        with open(chunk.path, "rb") as file:
+            file.seek(chunk.start)
+            if file.readinto(raw) != chunk.n_bytes:
+                raise CorpusEncodeError(f"{chunk.path}: changed while being encoded (bytes "
+                                        f"{chunk.start}-{chunk.end} could not be read)")
+        digest = hashlib.sha256(raw).hexdigest()
+        data = _valid_utf8(raw, chunk.path, chunk.start, self.errors)
+        self._reserve(len(data))   # errors="replace" may have made the text longer
+        ids = self.encoding.encode_utf8(data, self.allowed, self.ids)
+        n_tokens = len(ids)
+        self.counts[index] = n_tokens
+        if self.dtype != np.uint32:
+            narrow = self.narrow[:n_tokens]
+            np.copyto(narrow, ids, casting="unsafe")   # ids < n_vocab: the dtype was checked to hold them
+            ids = narrow
+        self._write(ids, self._offset(index) * self.dtype.itemsize)
+        if self.separator_id is None:
+            return index, n_tokens, np.empty(0, dtype=np.uint64), digest
+        is_separator = np.equal(ids, self.separator_id, out=self.is_separator[:n_tokens])
+        return index, n_tokens, (np.flatnonzero(is_separator) + 1).astype(np.uint64), digest
+
+    def _offset(self, index: int) -> int:
+        """The token offset of chunk ``index``: waits until every earlier count is known."""
+        polls = 0
+        while self.known < index:
+            count = int(self.counts[self.known])
+            if count >= 0:
+                self.known_tokens += count
+                self.known += 1
+                continue
+            if count == FAILED:
+                raise ChunkFailed(f"chunk {self.known} failed")
+            polls += 1
+            if polls % 5000 == 0 and os.getppid() != self.parent_pid:
+                raise ChunkFailed("the encoding process is gone")
+            time.sleep(POLL_SECONDS)
+        return self.known_tokens
+
+    def _write(self, ids: np.ndarray, offset: int) -> None:
+        view = memoryview(ids).cast("B")
+        while len(view):
+            written = os.pwrite(self.fd, view, offset)
+            view, offset = view[written:], offset + written
+
+
+def _find_malloc_trim():
+    """glibc's ``malloc_trim``, or None (another C library: nothing to trim)."""
     try:
         import ctypes
 
-        _malloc_trim = ctypes.CDLL("libc.so.6").malloc_trim
-    except (OSError, AttributeError):   # not glibc: nothing to trim
-        _malloc_trim = None
-    if _malloc_trim is not None:
-        _malloc_trim(0)   # what building the Unicode tables and the kernel left behind
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
 
 
-def _encode_chunk(task) -> tuple[int, int, np.ndarray, str]:
-    """Encode one chunk into its part file; returns its token count, the local
-    offsets where documents start after a separator, and the chunk's digest."""
-    index, chunk, part_path, dtype, allowed_special, errors, separator_id = task
-    with open(chunk.path, "rb") as file:
-        file.seek(chunk.start)
-        raw = file.read(chunk.n_bytes)
-    digest = hashlib.blake2b(raw, digest_size=16).hexdigest()
-    data = _valid_utf8(raw, chunk.path, chunk.start, errors)
-    ids = _worker_encoding.encode_utf8(data, allowed_special).astype(dtype, copy=False)
-    with open(part_path, "wb") as part:
-        ids.tofile(part)
-    starts = (np.flatnonzero(ids == separator_id) + 1) if separator_id is not None else np.empty(0)
-    n_tokens = len(ids)
-    del raw, data, ids
-    if _malloc_trim is not None:
-        # glibc keeps freed chunk-sized buffers in the heap (its mmap threshold
-        # rises after the first large free); hand them back so RSS stays flat.
-        _malloc_trim(0)
-    return index, n_tokens, starts.astype(np.uint64), digest
+_worker: Optional[ChunkEncoder] = None
+
+
+def _init_worker(state_path: str, *args) -> None:
+    """Set up a worker process: the parent's Unicode tables and Encoding, read from
+    ``state_path`` (not sent through the spawn pipe, which would hold the parent
+    until the child had imported everything), and its ChunkEncoder."""
+    global _worker
+    from bpe import unicode
+
+    with open(state_path, "rb") as f:
+        unicode.install(pickle.load(f))
+        encoding = pickle.load(f)
+    _worker = ChunkEncoder(encoding, *args, trim=True)
+
+
+def _ready() -> None:
+    """A task that only makes the pool start a worker process."""
+
+
+def _encode_chunk(index: int, chunk) -> tuple[int, int, np.ndarray, str]:
+    return _worker.encode(index, chunk)
 
 
 # --------------------------------------------------------------------------- the driver
@@ -156,22 +267,27 @@ def encode_file(tokenizer, inputs, output, *, dtype=None, num_workers: Optional[
     specials = list(tokenizer.special_tokens)
     separator = specials[0] if specials and specials[0] in allowed else None
     separator_id = tokenizer.special_tokens[separator] if separator else None
-    chunks = plan_chunks(paths, chunk_size, specials, tokenizer.pattern, snap_token=separator or "")
-    file_first_chunk = {}
-    for index, chunk in enumerate(chunks):
-        file_first_chunk.setdefault(chunk.path, index)
 
     directory = os.path.dirname(os.path.abspath(output))
     os.makedirs(directory, exist_ok=True)
     work = tempfile.mkdtemp(dir=directory, prefix=".bpe-encode-")
     tmp_output = os.path.join(work, "tokens.bin")
-    total_bytes = sum(chunk.n_bytes for chunk in chunks)
-    bar = _progress_bar(progress, total_bytes, "encoding", unit="B")
+    bar = None
     try:
-        tasks = [(index, chunk, os.path.join(work, f"part-{index}.bin"), dtype, allowed, errors,
-                  separator_id) for index, chunk in enumerate(chunks)]
-        n_tokens, document_starts, digests = _run(tokenizer, tasks, num_workers, tmp_output, bar,
-                                                  file_first_chunk)
+        open(tmp_output, "wb").close()                   # workers write into it by offset
+        # plan_chunks makes at most one chunk per chunk_size bytes of each file.
+        max_chunks = sum(-(-os.path.getsize(path) // chunk_size) for path in paths)
+        settings = (tmp_output, dtype, allowed, errors, separator_id)
+        with _Workers(tokenizer._encoding(), work, max_chunks, settings, num_workers) as workers:
+            # Planning reads around every cut: it runs while the workers start.
+            chunks = plan_chunks(paths, chunk_size, specials, tokenizer.pattern,
+                                 snap_token=separator or "")
+            total_bytes = sum(chunk.n_bytes for chunk in chunks)
+            bar = _progress_bar(progress, total_bytes, "encoding", unit="B")
+            n_tokens, document_starts, digests = _collect(workers.encode(chunks), chunks, bar)
+        if os.path.getsize(tmp_output) != n_tokens * dtype.itemsize:
+            raise CorpusEncodeError(f"{tmp_output}: holds {os.path.getsize(tmp_output)} bytes, "
+                                    f"expected {n_tokens} ids of {dtype.itemsize} bytes")
         bar.close()
         index_path, metadata_path = output + ".docs.npy", output + ".json"
         tmp_index = os.path.join(work, "docs.npy")
@@ -199,7 +315,8 @@ def encode_file(tokenizer, inputs, output, *, dtype=None, num_workers: Optional[
         os.replace(tmp_metadata, metadata_path)
         os.replace(tmp_output, output)
     except BaseException:
-        bar.close()
+        if bar is not None:
+            bar.close()
         raise
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -209,75 +326,84 @@ def encode_file(tokenizer, inputs, output, *, dtype=None, num_workers: Optional[
                          document_index=output + ".docs.npy", dtype=dtype.name)
 
 
-def _run(tokenizer, tasks, num_workers, tmp_output, bar, file_first_chunk):
-    """Encode all chunks and join their parts in order; returns counts, doc starts, digests."""
+class _Workers:
+    """Where chunks are encoded: this process for one worker (or one chunk),
+    else a pool of spawned processes, started on entry so that they load while
+    the caller plans the chunks."""
+
+    def __init__(self, encoding, work: str, max_chunks: int, settings: tuple, num_workers: int):
+        self.n_processes = min(num_workers, max_chunks)
+        if self.n_processes <= 1:
+            self.counts = np.full(max_chunks, UNKNOWN, dtype=np.int64)
+            self.local = ChunkEncoder(encoding, settings[0], self.counts, *settings[1:])
+            self.pool = None
+            return
+        self.local = None
+        context = get_context("spawn")
+        self.counts = context.RawArray("q", max_chunks)
+        np.frombuffer(self.counts, dtype=np.int64)[:] = UNKNOWN
+        state_path = os.path.join(work, "encoding.pickle")
+        with open(state_path, "wb") as f:
+            from bpe import unicode
+
+            pickle.dump(unicode.tables(), f, protocol=pickle.HIGHEST_PROTOCOL)
+            pickle.dump(encoding, f, protocol=pickle.HIGHEST_PROTOCOL)
+        # Spawned, not forked: a worker holds only the Encoding's flat arrays, not
+        # a copy of everything the parent process has in memory.
+        self.pool = ProcessPoolExecutor(self.n_processes, mp_context=context, initializer=_init_worker,
+                                        initargs=(state_path, settings[0], self.counts, *settings[1:]))
+        for _ in range(self.n_processes):        # the pool starts a process per task submitted
+            self.pool.submit(_ready)
+
+    def __enter__(self) -> "_Workers":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+        else:
+            self.local.close()
+
+    def encode(self, chunks):
+        """Yield each chunk's result, in order."""
+        if self.local is not None:
+            for index, chunk in enumerate(chunks):
+                yield self.local.encode(index, chunk)
+            return
+        # A few chunks in flight: enough to keep every worker busy while results
+        # are collected in order.
+        window = 2 * self.n_processes
+        pending = {}
+        next_index = 0
+        for index, chunk in enumerate(chunks):
+            while next_index < len(chunks) and next_index < index + window:
+                pending[next_index] = self.pool.submit(_encode_chunk, next_index, chunks[next_index])
+                next_index += 1
+            try:
+                yield pending.pop(index).result()
+            except BrokenProcessPool:
+                raise CorpusEncodeError(
+                    f"a worker process died while encoding {chunk.path} (bytes "
+                    f"{chunk.start}-{chunk.end}); no output was written") from None
+
+
+def _collect(results, chunks, bar):
+    """The token count, document starts and digests from the chunks' results, in order."""
     n_tokens = 0
     document_starts = []
     digests = []
-    first_chunks = set(file_first_chunk.values())
-
-    def append(result, task):
-        nonlocal n_tokens
-        index, count, starts, digest = result
-        part_path, chunk = task[2], task[1]
-        if index in first_chunks:
+    previous_path = None
+    for chunk, (index, count, starts, digest) in zip(chunks, results):
+        if chunk.path != previous_path:                # a file's start is a document's start
             document_starts.append(np.array([n_tokens], dtype=np.uint64))
+            previous_path = chunk.path
         document_starts.append(starts + np.uint64(n_tokens))
-        _append_file(part_path, out)
-        os.unlink(part_path)
         n_tokens += count
         digests.append(digest)
         bar.update(chunk.n_bytes)
-
-    with open(tmp_output, "wb") as out:
-        encoding = tokenizer._encoding()
-        if num_workers == 1 or len(tasks) <= 1:
-            _init_worker(encoding, trim=False)
-            for task in tasks:
-                append(_encode_chunk(task), task)
-        else:
-            # Spawned, not forked: a worker holds only the pickled Encoding (flat
-            # arrays), not a copy of everything the parent process has in memory.
-            with ProcessPoolExecutor(min(num_workers, len(tasks)), mp_context=get_context("spawn"),
-                                     initializer=_init_worker, initargs=(encoding,)) as pool:
-                # At most a few chunks in flight: parts on disk stay bounded too.
-                window = 2 * num_workers
-                pending = {}
-                next_task = 0
-                for position in range(len(tasks)):
-                    while next_task < len(tasks) and next_task < position + window:
-                        pending[next_task] = pool.submit(_encode_chunk, tasks[next_task])
-                        next_task += 1
-                    task = tasks[position]
-                    try:
-                        result = pending.pop(position).result()
-                    except BrokenProcessPool:
-                        raise CorpusEncodeError(
-                            f"a worker process died while encoding {task[1].path} (bytes "
-                            f"{task[1].start}-{task[1].end}); no output was written") from None
-                    append(result, task)
     starts = np.concatenate(document_starts) if document_starts else np.empty(0, np.uint64)
     starts = np.unique(starts)                       # a separator at a file's end, then a new file
     return n_tokens, starts[starts < n_tokens] if n_tokens else starts[:0], digests
-
-
-def _append_file(path: str, out) -> None:
-    """Append the file at ``path`` to the open file ``out``, in the kernel where possible."""
-    out.flush()
-    with open(path, "rb") as part:
-        remaining = os.fstat(part.fileno()).st_size
-        try:
-            while remaining > 0:
-                copied = os.copy_file_range(part.fileno(), out.fileno(), remaining)
-                if copied == 0:
-                    break
-                remaining -= copied
-        except (AttributeError, OSError):
-            pass
-        if remaining > 0:
-            part.seek(os.fstat(part.fileno()).st_size - remaining)
-            shutil.copyfileobj(part, out, 1 << 20)
-            out.flush()
 
 
 def tokenizer_fingerprint(tokenizer) -> str:

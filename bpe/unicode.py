@@ -7,6 +7,7 @@ the native scanners classify every code point exactly as the installed
 from __future__ import annotations
 
 import functools
+from typing import Optional
 
 import numpy as np
 import regex
@@ -47,7 +48,9 @@ def tables() -> tuple[np.ndarray, np.ndarray]:
     return classes, fold
 
 
-def install() -> None:
-    """Make the native scanners usable in this process (idempotent)."""
+def install(derived: Optional[tuple[np.ndarray, np.ndarray]] = None) -> None:
+    """Make the native scanners usable in this process (idempotent); ``derived``:
+    tables another process derived with the same ``regex`` (a worker takes its
+    parent's rather than deriving them again)."""
     if not _pretok.tables_installed():
-        _pretok.install_tables(*tables())
+        _pretok.install_tables(*(derived if derived is not None else tables()))

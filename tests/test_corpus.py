@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import bpe
-from bpe.corpus import open_tokens, read_metadata
+from bpe.corpus import encode_file, open_tokens, read_metadata
 
 from conftest import SHAKESPEARE, random_corpus
 
@@ -37,8 +37,6 @@ def corpus_dir(tmp_path_factory):
 def test_ids_equal_encode_for_any_workers(corpus_dir, tmp_path, name, num_workers):
     directory, texts = corpus_dir
     tok = bpe.load(name)
-    from bpe.corpus import encode_file
-
     out = tmp_path / "tokens.bin"
     summary = encode_file(tok, directory, out, num_workers=num_workers, chunk_size=4096)
     expected = np.concatenate([tok.encode_to_numpy(text, dtype=np.uint32) for text in texts])
@@ -160,3 +158,28 @@ def test_killed_worker_is_reported_and_leaves_no_output(tmp_path):
     assert "a worker process died while encoding" in stderr and str(big) in stderr
     assert "Traceback" not in stderr
     assert os.listdir(out.parent) == []
+
+
+def test_a_bad_chunk_early_stops_the_workers_waiting_on_it(tmp_path):
+    # Workers write each chunk at an offset that needs every earlier chunk's count:
+    # a chunk that fails must release the later ones, and its own error must surface.
+    text = open(SHAKESPEARE, "rb").read()[:200_000]
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(text[:9000] + b"\xc3(" + text[9000:])
+    out = tmp_path / "out" / "tokens.bin"
+    with pytest.raises(bpe.CorpusDecodeError, match=r"bad.txt: invalid UTF-8 at byte offset 9000"):
+        encode_file(bpe.load("gpt2"), bad, out, num_workers=2, chunk_size=4096)
+    assert os.listdir(out.parent) == []
+
+
+def test_replaced_bytes_may_lengthen_a_chunk(tmp_path):
+    # errors="replace" turns each invalid byte into 3 bytes of U+FFFD: more text than was read.
+    raw = b"\xff\xfe" * 6000 + b" tail " + b"\x80" * 5000
+    path = tmp_path / "junk.txt"
+    path.write_bytes(raw)
+    tok = bpe.load("gpt2")
+    expected = tok.encode(raw.decode("utf-8", errors="replace"))
+    for workers in (1, 2):
+        summary = encode_file(tok, path, tmp_path / f"{workers}.bin", num_workers=workers,
+                              errors="replace", chunk_size=4096)
+        assert open_tokens(summary.output).tolist() == expected
