@@ -62,13 +62,20 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as work:
         for item in args.engines.split(","):
             engine, workers = item.split(":")[0], int(item.split(":")[1])
+            # A fresh output path per run: replacing an earlier 1 GB array would time
+            # the file system freeing it.
+            output = os.path.join(work, f"tokens-{engine}-{workers}.bin")
             argv = [sys.executable, __file__, "--corpus", args.corpus, "--tokenizer", args.tokenizer,
-                    "--one", engine, str(workers), "--output", os.path.join(work, "tokens.bin")]
+                    "--one", engine, str(workers), "--output", output]
             try:
                 result = run_measured(argv)
             except Exception as e:
                 print(f"{engine:<27} failed: {e}")
                 continue
+            finally:
+                for leftover in (output, output + ".json", output + ".docs.npy"):
+                    if os.path.exists(leftover):
+                        os.unlink(leftover)
             label = {"bpe": f"encode_file ({workers} worker{'s' if workers > 1 else ''})",
                      "encode": "encode_to_numpy (1 thread)",
                      "gigatoken": "gigatoken (its threads)"}[engine]
