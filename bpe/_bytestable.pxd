@@ -11,11 +11,22 @@ cdef struct BytesTable:
     int64_t data_capacity
     int64_t* starts        # key e is data[starts[e]:starts[e + 1]]
     int64_t* values
-    uint64_t* hashes
     int64_t n_entries
     int64_t entry_capacity
-    int64_t* slots         # entry index, or -1
+    # (high 32 bits of the key's hash) << 32 | entry index, or EMPTY. A probe
+    # compares the hash bits kept in the slot before it touches the entry's
+    # key: in a cache of ~10^5 pre-tokens each array touched is a cache miss.
+    uint64_t* slots
     int64_t mask           # number of slots - 1 (a power of two)
+
+
+cdef extern from *:
+    """
+    #define BYTESTABLE_EMPTY ((uint64_t)-1)
+    #define BYTESTABLE_MAX_ENTRIES ((int64_t)0xFFFFFFFE)
+    """
+    uint64_t EMPTY "BYTESTABLE_EMPTY"
+    int64_t MAX_ENTRIES "BYTESTABLE_MAX_ENTRIES"   # entry indices fit a slot's low 32 bits
 
 
 cdef inline uint64_t hash_bytes(const uint8_t* s, Py_ssize_t n) noexcept nogil:
@@ -35,15 +46,14 @@ cdef inline int bytestable_init(BytesTable* t) noexcept nogil:
     t.data_capacity = 1 << 14
     t.data_size = 0
     t.n_entries = 0
-    t.slots = <int64_t*>malloc((t.mask + 1) * sizeof(int64_t))
+    t.slots = <uint64_t*>malloc((t.mask + 1) * sizeof(uint64_t))
     t.starts = <int64_t*>malloc((t.entry_capacity + 1) * sizeof(int64_t))
     t.values = <int64_t*>malloc(t.entry_capacity * sizeof(int64_t))
-    t.hashes = <uint64_t*>malloc(t.entry_capacity * sizeof(uint64_t))
     t.data = <uint8_t*>malloc(t.data_capacity)
-    if t.slots == NULL or t.starts == NULL or t.values == NULL or t.hashes == NULL or t.data == NULL:
+    if t.slots == NULL or t.starts == NULL or t.values == NULL or t.data == NULL:
         return -1
     for i in range(t.mask + 1):
-        t.slots[i] = -1
+        t.slots[i] = EMPTY
     t.starts[0] = 0
     return 0
 
@@ -52,57 +62,70 @@ cdef inline void bytestable_free(BytesTable* t) noexcept nogil:
     free(t.slots)
     free(t.starts)
     free(t.values)
-    free(t.hashes)
     free(t.data)
     t.slots = NULL
     t.starts = NULL
     t.values = NULL
-    t.hashes = NULL
     t.data = NULL
 
 
 cdef inline void bytestable_clear(BytesTable* t) noexcept nogil:
     cdef int64_t i
     for i in range(t.mask + 1):
-        t.slots[i] = -1
+        t.slots[i] = EMPTY
     t.n_entries = 0
     t.data_size = 0
+
+
+cdef inline uint64_t slot_of(int64_t entry, uint64_t h) noexcept nogil:
+    return (h & 0xFFFFFFFF00000000ULL) | <uint64_t>entry
+
+
+cdef inline int64_t slot_entry(uint64_t slot) noexcept nogil:
+    """The entry a slot holds, or -1 if it is empty."""
+    return -1 if slot == EMPTY else <int64_t>(slot & 0xFFFFFFFFULL)
 
 
 cdef inline int64_t bytestable_slot(const BytesTable* t, const uint8_t* key, Py_ssize_t length,
                                     uint64_t h) noexcept nogil:
     """The slot holding ``key``, or the empty slot where it would go."""
     cdef int64_t i = <int64_t>(h & <uint64_t>t.mask)
+    cdef uint64_t tag = h & 0xFFFFFFFF00000000ULL
+    cdef uint64_t slot
     cdef int64_t e
     while True:
-        e = t.slots[i]
-        if e == -1:
+        slot = t.slots[i]
+        if slot == EMPTY:
             return i
-        if (t.hashes[e] == h and t.starts[e + 1] - t.starts[e] == length
-                and memcmp(t.data + t.starts[e], key, length) == 0):
-            return i
+        if (slot & 0xFFFFFFFF00000000ULL) == tag:
+            e = <int64_t>(slot & 0xFFFFFFFFULL)
+            if t.starts[e + 1] - t.starts[e] == length and memcmp(t.data + t.starts[e], key, length) == 0:
+                return i
         i = (i + 1) & t.mask
 
 
 cdef inline int64_t bytestable_find(const BytesTable* t, const uint8_t* key,
                                     Py_ssize_t length) noexcept nogil:
     """The entry of ``key``, or -1."""
-    return t.slots[bytestable_slot(t, key, length, hash_bytes(key, length))]
+    return slot_entry(t.slots[bytestable_slot(t, key, length, hash_bytes(key, length))])
 
 
 cdef inline int _bytestable_grow_slots(BytesTable* t) noexcept nogil:
+    """Double the slots; hashes are recomputed from the keys (rare: no array of them kept)."""
     cdef int64_t new_mask = 2 * t.mask + 1
-    cdef int64_t* new_slots = <int64_t*>malloc((new_mask + 1) * sizeof(int64_t))
+    cdef uint64_t* new_slots = <uint64_t*>malloc((new_mask + 1) * sizeof(uint64_t))
     cdef int64_t i, e
+    cdef uint64_t h
     if new_slots == NULL:
         return -1
     for i in range(new_mask + 1):
-        new_slots[i] = -1
+        new_slots[i] = EMPTY
     for e in range(t.n_entries):
-        i = <int64_t>(t.hashes[e] & <uint64_t>new_mask)
-        while new_slots[i] != -1:
+        h = hash_bytes(t.data + t.starts[e], t.starts[e + 1] - t.starts[e])
+        i = <int64_t>(h & <uint64_t>new_mask)
+        while new_slots[i] != EMPTY:
             i = (i + 1) & new_mask
-        new_slots[i] = e
+        new_slots[i] = slot_of(e, h)
     free(t.slots)
     t.slots = new_slots
     t.mask = new_mask
@@ -112,12 +135,11 @@ cdef inline int _bytestable_grow_slots(BytesTable* t) noexcept nogil:
 cdef inline int64_t bytestable_add(BytesTable* t, const uint8_t* key, Py_ssize_t length,
                                    int64_t value, bint accumulate) noexcept nogil:
     """Store ``value`` for ``key`` (or add it to the stored one if ``accumulate``).
-
     Returns the entry, or -1 when out of memory.
     """
     cdef uint64_t h = hash_bytes(key, length)
     cdef int64_t i = bytestable_slot(t, key, length, h)
-    cdef int64_t e = t.slots[i]
+    cdef int64_t e = slot_entry(t.slots[i])
     cdef void* grown
     if e != -1:
         if accumulate:
@@ -125,6 +147,8 @@ cdef inline int64_t bytestable_add(BytesTable* t, const uint8_t* key, Py_ssize_t
         else:
             t.values[e] = value
         return e
+    if t.n_entries >= MAX_ENTRIES:
+        return -1
     if t.n_entries == t.entry_capacity:
         t.entry_capacity *= 2
         grown = realloc(t.starts, (t.entry_capacity + 1) * sizeof(int64_t))
@@ -135,10 +159,6 @@ cdef inline int64_t bytestable_add(BytesTable* t, const uint8_t* key, Py_ssize_t
         if grown == NULL:
             return -1
         t.values = <int64_t*>grown
-        grown = realloc(t.hashes, t.entry_capacity * sizeof(uint64_t))
-        if grown == NULL:
-            return -1
-        t.hashes = <uint64_t*>grown
     while t.data_size + length > t.data_capacity:
         t.data_capacity *= 2
         grown = realloc(t.data, t.data_capacity)
@@ -150,9 +170,8 @@ cdef inline int64_t bytestable_add(BytesTable* t, const uint8_t* key, Py_ssize_t
     e = t.n_entries
     t.starts[e + 1] = t.data_size
     t.values[e] = value
-    t.hashes[e] = h
     t.n_entries += 1
-    t.slots[i] = e
+    t.slots[i] = slot_of(e, h)
     # A load factor of at most 1/2 keeps probe runs short.
     if 2 * t.n_entries > t.mask + 1 and _bytestable_grow_slots(t) < 0:
         return -1
