@@ -17,13 +17,16 @@ number of workers.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
 import os
 import pickle
 import shutil
+import signal
 import tempfile
+import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -229,13 +232,20 @@ def _find_malloc_trim():
 _worker: Optional[ChunkEncoder] = None
 
 
-def _init_worker(state_path: str, *args) -> None:
+def _init_worker(state_path: str, state_written, *args) -> None:
     """Set up a worker process: the parent's Unicode tables and Encoding, read from
-    ``state_path`` (not sent through the spawn pipe, which would hold the parent
-    until the child had imported everything), and its ChunkEncoder."""
+    ``state_path`` once the parent has written it (not sent through the spawn
+    pipe, which would hold the parent until the child had imported everything),
+    and its ChunkEncoder."""
     global _worker
     from bpe import unicode
 
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    state_written.wait()
+    if not os.path.exists(state_path):
+        return          # the run stopped before the parent wrote it: no chunk will come
     with open(state_path, "rb") as f:
         unicode.install(pickle.load(f))
         encoding = pickle.load(f)
@@ -246,7 +256,47 @@ def _ready() -> None:
     """A task that only makes the pool start a worker process."""
 
 
+@contextlib.contextmanager
+def _starting_workers():
+    """Start worker processes inside. Ctrl-C signals the whole process group, and
+    the parent alone should handle it (by stopping the pool):
+
+    * the parent defers SIGINT until the processes are started, since a child
+      whose start-up data was cut off prints a traceback;
+    * the children inherit SIGINT blocked (a signal mask survives fork and
+      exec), then ignore it and unblock it (``_init_worker``).
+
+    The children also get one OpenBLAS thread: numpy's OpenBLAS otherwise starts
+    a thread per core that spins ~0.1 s of CPU at import in every worker, and
+    encoding never calls BLAS. A setting the user made is left alone.
+    """
+    deferred = []
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    if in_main_thread:   # only the main thread may set handlers (and gets KeyboardInterrupt)
+        previous_handler = signal.signal(signal.SIGINT, lambda signum, frame: deferred.append(signum))
+    masked = hasattr(signal, "pthread_sigmask")
+    if masked:
+        previous_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    blas = "OPENBLAS_NUM_THREADS"
+    set_blas = blas not in os.environ
+    if set_blas:
+        os.environ[blas] = "1"
+    try:
+        yield
+    finally:
+        if set_blas:
+            os.environ.pop(blas, None)
+        if masked:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous_mask)
+        if in_main_thread:
+            signal.signal(signal.SIGINT, previous_handler)
+            if deferred:
+                signal.raise_signal(signal.SIGINT)
+
+
 def _encode_chunk(index: int, chunk) -> tuple[int, int, np.ndarray, str]:
+    if _worker is None:
+        raise ChunkFailed("the run stopped before this worker was given the encoding")
     return _worker.encode(index, chunk)
 
 
@@ -278,7 +328,8 @@ def encode_file(tokenizer, inputs, output, *, dtype=None, num_workers: Optional[
         # plan_chunks makes at most one chunk per chunk_size bytes of each file.
         max_chunks = sum(-(-os.path.getsize(path) // chunk_size) for path in paths)
         settings = (tmp_output, dtype, allowed, errors, separator_id)
-        with _Workers(tokenizer._encoding(), work, max_chunks, settings, num_workers) as workers:
+        with _Workers(work, max_chunks, settings, num_workers) as workers:
+            workers.load(tokenizer._encoding())
             # Planning reads around every cut: it runs while the workers start.
             chunks = plan_chunks(paths, chunk_size, specials, tokenizer.pattern,
                                  snap_token=separator or "")
@@ -328,40 +379,60 @@ def encode_file(tokenizer, inputs, output, *, dtype=None, num_workers: Optional[
 
 class _Workers:
     """Where chunks are encoded: this process for one worker (or one chunk),
-    else a pool of spawned processes, started on entry so that they load while
-    the caller plans the chunks."""
+    else a pool of spawned processes. They are started first, and are given the
+    Encoding once it is built (``load``): building it and starting a Python
+    process with numpy and bpe both take ~0.3 s, and they overlap."""
 
-    def __init__(self, encoding, work: str, max_chunks: int, settings: tuple, num_workers: int):
+    def __init__(self, work: str, max_chunks: int, settings: tuple, num_workers: int):
+        self.work = work
+        self.max_chunks = max_chunks
+        self.settings = settings
         self.n_processes = min(num_workers, max_chunks)
-        if self.n_processes <= 1:
-            self.counts = np.full(max_chunks, UNKNOWN, dtype=np.int64)
-            self.local = ChunkEncoder(encoding, settings[0], self.counts, *settings[1:])
-            self.pool = None
-            return
-        self.local = None
-        context = get_context("spawn")
-        self.counts = context.RawArray("q", max_chunks)
-        np.frombuffer(self.counts, dtype=np.int64)[:] = UNKNOWN
-        state_path = os.path.join(work, "encoding.pickle")
-        with open(state_path, "wb") as f:
-            from bpe import unicode
-
-            pickle.dump(unicode.tables(), f, protocol=pickle.HIGHEST_PROTOCOL)
-            pickle.dump(encoding, f, protocol=pickle.HIGHEST_PROTOCOL)
-        # Spawned, not forked: a worker holds only the Encoding's flat arrays, not
-        # a copy of everything the parent process has in memory.
-        self.pool = ProcessPoolExecutor(self.n_processes, mp_context=context, initializer=_init_worker,
-                                        initargs=(state_path, settings[0], self.counts, *settings[1:]))
-        for _ in range(self.n_processes):        # the pool starts a process per task submitted
-            self.pool.submit(_ready)
+        self.local = self.pool = None
 
     def __enter__(self) -> "_Workers":
+        if self.n_processes <= 1:
+            self.counts = np.full(self.max_chunks, UNKNOWN, dtype=np.int64)
+            return self
+        context = get_context("spawn")
+        self.counts = context.RawArray("q", self.max_chunks)
+        np.frombuffer(self.counts, dtype=np.int64)[:] = UNKNOWN
+        self.state_path = os.path.join(self.work, "encoding.pickle")
+        self.state_written = context.Event()
+        try:
+            # Spawned, not forked: a worker holds only the Encoding's flat arrays,
+            # not a copy of everything the parent process has in memory.
+            with _starting_workers():
+                self.pool = ProcessPoolExecutor(
+                    self.n_processes, mp_context=context, initializer=_init_worker,
+                    initargs=(self.state_path, self.state_written, self.settings[0], self.counts,
+                              *self.settings[1:]))
+                for _ in range(self.n_processes):    # the pool starts a process per task submitted
+                    self.pool.submit(_ready)
+        except BaseException:    # Ctrl-C is delivered as _starting_workers unblocks it
+            self.__exit__()
+            raise
         return self
+
+    def load(self, encoding) -> None:
+        """Hand the workers the Encoding and the Unicode tables, through a file."""
+        if self.pool is None:
+            self.local = ChunkEncoder(encoding, self.settings[0], self.counts, *self.settings[1:])
+            return
+        from bpe import unicode
+
+        with open(self.state_path + ".tmp", "wb") as f:
+            pickle.dump(unicode.tables(), f, protocol=pickle.HIGHEST_PROTOCOL)
+            pickle.dump(encoding, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(self.state_path + ".tmp", self.state_path)
+        self.state_written.set()
 
     def __exit__(self, *exc_info) -> None:
         if self.pool is not None:
+            # Workers still waiting for the state find no file and stop, rather than wait forever.
+            self.state_written.set()
             self.pool.shutdown(wait=True, cancel_futures=True)
-        else:
+        elif self.local is not None:
             self.local.close()
 
     def encode(self, chunks):

@@ -121,9 +121,11 @@ def start_encoding(tmp_path, copies: int, tokenizer: str):
             f.write(text + EOT)
     out = tmp_path / "out" / "tokens.bin"
     out.parent.mkdir()
+    # A session of its own, as a shell gives a command: Ctrl-C reaches its whole group.
     process = subprocess.Popen([sys.executable, "-m", "bpe", "encode", str(big), "--tokenizer", tokenizer,
                                 "-o", str(out), "--workers", "2", "--quiet"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
     deadline = time.time() + 60
     while not any(name.startswith(".bpe-encode-") for name in os.listdir(out.parent)):
         assert time.time() < deadline and process.poll() is None, process.communicate()
@@ -131,10 +133,13 @@ def start_encoding(tmp_path, copies: int, tokenizer: str):
     return process, big, out
 
 
-def test_interrupted_run_leaves_no_output(tmp_path):
+@pytest.mark.parametrize("delay", [0.0, 0.3])
+def test_interrupted_run_leaves_no_output(tmp_path, delay):
+    # Ctrl-C in a terminal signals the process group: the parent and its workers,
+    # while they start (delay 0) or while they encode.
     process, _, out = start_encoding(tmp_path, 40, "o200k_base")            # 45 MB
-    time.sleep(0.3)
-    process.send_signal(signal.SIGINT)
+    time.sleep(delay)
+    os.killpg(process.pid, signal.SIGINT)
     _, stderr = process.communicate(timeout=60)
     assert process.returncode != 0
     assert "interrupted" in stderr and "Traceback" not in stderr
@@ -148,8 +153,9 @@ def test_killed_worker_is_reported_and_leaves_no_output(tmp_path):
     workers = []
     while not workers:
         assert time.time() < deadline and process.poll() is None, process.communicate()
+        # Pool workers run spawn_main; not the resource tracker, nor a child not yet exec'ed.
         workers = [p for p in psutil.Process(process.pid).children(recursive=True)
-                   if "resource_tracker" not in " ".join(p.cmdline())]
+                   if "spawn_main" in " ".join(p.cmdline())]
         time.sleep(0.05)
     time.sleep(0.5)
     workers[0].kill()
