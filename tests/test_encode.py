@@ -237,3 +237,28 @@ def test_encoding_into_a_reused_buffer_equals_a_fresh_array(name):
     assert len(encoding.encode_utf8(two_specials, ["<|endoftext|>"], out[:2])) == 2
     with pytest.raises(ValueError, match="out holds 1 ids; these texts may need 2"):
         encoding.encode_utf8(two_specials, ["<|endoftext|>"], out[:1])
+
+
+def test_lists_hold_one_reference_per_id():
+    # ids_to_lists adds each distinct id's references in one step and fills the
+    # lists without the GIL: refcounts must balance exactly.
+    import sys
+
+    tok = bpe.load("gpt2")
+    texts = [" hello world" * 50, "", " unique tokens: supercalifragilistic", " world hello" * 7]
+    tok.encode_batch(texts)                                  # the prebuilt ints exist
+    watched = sorted({i for ids in (tok.encode(t) for t in texts) for i in ids if i > 256})
+    before = [sys.getrefcount(tok._id_objects[i]) for i in watched]
+    lists = tok.encode_batch(texts, num_threads=2) + [tok.encode(t) for t in texts]
+    uses = [sum(ids.count(i) for ids in lists) for i in watched]
+    during = [sys.getrefcount(tok._id_objects[i]) for i in watched]
+    assert [d - b for d, b in zip(during, before)] == uses
+    assert all(isinstance(i, int) for ids in lists for i in ids)
+    # Lists of ints cannot form cycles: the collector does not walk them (see ids_to_lists).
+    import gc
+
+    assert not any(gc.is_tracked(ids) for ids in lists)
+    gc.collect()
+    assert lists[0] == tok.encode(texts[0])
+    del lists
+    assert [sys.getrefcount(tok._id_objects[i]) for i in watched] == before
