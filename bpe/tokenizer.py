@@ -142,6 +142,13 @@ class Tokenizer:
 
     def _allowed(self, allowed_special, disallowed_special, text: str) -> list[str]:
         """The special tokens to recognise; raises if a disallowed one is in ``text``."""
+        allowed, disallowed = self._special_policy(allowed_special, disallowed_special)
+        if disallowed:
+            self._refuse_disallowed(disallowed, text)
+        return allowed
+
+    def _special_policy(self, allowed_special, disallowed_special) -> tuple[list[str], set[str]]:
+        """The special tokens to recognise (sorted) and those whose text is refused."""
         names = set(self.special_tokens)
         allowed = names if allowed_special == "all" else set(allowed_special)
         unknown = allowed - names
@@ -149,18 +156,21 @@ class Tokenizer:
             raise ValueError(f"allowed_special names {sorted(unknown)[0]!r}, which is not a "
                              "special token of this tokenizer")
         disallowed = names - allowed if disallowed_special == "all" else set(disallowed_special)
-        if disallowed:
-            match = special_regex(sorted(disallowed)).search(text)
-            if match:
-                token = match.group()
-                raise ValueError(
-                    f"Encountered text corresponding to disallowed special token {token!r}.\n"
-                    f"If you want this text to be encoded as a special token, pass it to "
-                    f"`allowed_special`, e.g. `allowed_special={{{token!r}, ...}}`.\n"
-                    f"If you want this text to be encoded as normal text, disable the check for "
-                    f"this token by passing `disallowed_special=(enc.special_tokens_set - {{{token!r}}})`.\n"
-                    f"To disable this check for all special tokens, pass `disallowed_special=()`.")
-        return sorted(allowed)
+        return sorted(allowed), disallowed
+
+    @staticmethod
+    def _refuse_disallowed(disallowed: set[str], text: str) -> None:
+        """Raise ValueError, as tiktoken does, if ``text`` holds a disallowed special token."""
+        match = special_regex(sorted(disallowed)).search(text)
+        if match:
+            token = match.group()
+            raise ValueError(
+                f"Encountered text corresponding to disallowed special token {token!r}.\n"
+                f"If you want this text to be encoded as a special token, pass it to "
+                f"`allowed_special`, e.g. `allowed_special={{{token!r}, ...}}`.\n"
+                f"If you want this text to be encoded as normal text, disable the check for "
+                f"this token by passing `disallowed_special=(enc.special_tokens_set - {{{token!r}}})`.\n"
+                f"To disable this check for all special tokens, pass `disallowed_special=()`.")
 
     def _encode_array(self, text: str, allowed: Sequence[str]) -> np.ndarray:
         return self._encode_utf8(_utf8(text), allowed)
@@ -222,17 +232,17 @@ class Tokenizer:
         if current:
             batches.append(current)
         encoding = self._encoding()
+        allowed, disallowed = self._special_policy(allowed_special, disallowed_special)
 
         def encode(batch: list[int]) -> list[list[int]]:
-            data, allowed = [], None
+            data = []
             for index in batch:
-                text = texts[index]
-                text_allowed = self._allowed(allowed_special, disallowed_special, text)
-                allowed = text_allowed if allowed is None else allowed
-                data.append(_utf8(text))
+                if disallowed:
+                    self._refuse_disallowed(disallowed, texts[index])
+                data.append(_utf8(texts[index]))
             from bpe._encode import ids_to_lists
 
-            ids, offsets = encoding.encode_many_utf8(data, allowed or [])
+            ids, offsets = encoding.encode_many_utf8(data, allowed)
             return ids_to_lists(ids, offsets, self._id_objects)
 
         num_threads = max(1, min(num_threads or os.cpu_count() or 1, len(batches) or 1))
