@@ -333,6 +333,8 @@ def encode_file(tokenizer, inputs, output, *, dtype=None, num_workers: Optional[
             # Planning reads around every cut: it runs while the workers start.
             chunks = plan_chunks(paths, chunk_size, specials, tokenizer.pattern,
                                  snap_token=separator or "")
+            if len(chunks) > max_chunks:     # the shared counts have room for max_chunks
+                raise RuntimeError(f"plan_chunks made {len(chunks)} chunks, over its bound {max_chunks}")
             total_bytes = sum(chunk.n_bytes for chunk in chunks)
             bar = _progress_bar(progress, total_bytes, "encoding", unit="B")
             n_tokens, document_starts, digests = _collect(workers.encode(chunks), chunks, bar)
