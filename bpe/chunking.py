@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import BinaryIO, Optional, Sequence
+from typing import BinaryIO, Iterator, Optional, Sequence
 
 from bpe.patterns import find_safe_cut
 
@@ -126,20 +126,26 @@ def plan_chunks(paths: Sequence[str], chunk_size: int, special_tokens: Sequence[
     to the same position are kept once; a file with no valid boundary is one
     chunk. Empty files give no chunk.
     """
+    return list(iter_chunks(paths, chunk_size, special_tokens, pattern, snap_token))
+
+
+def iter_chunks(paths: Sequence[str], chunk_size: int, special_tokens: Sequence[str] = (),
+                pattern: Optional[str] = "gpt2", snap_token: Optional[str] = None) -> Iterator[Chunk]:
+    """The chunks of ``plan_chunks``, each as soon as its end is found: a caller can
+    start encoding the first while later cuts are searched (on a corpus not in the
+    page cache, the searches cost about a second per GB)."""
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
-    chunks = []
     for path in paths:
         size = os.path.getsize(path)
-        boundaries = [0]
+        start = 0
         with open(path, "rb") as file:
             for target in range(chunk_size, size, chunk_size):
-                if target <= boundaries[-1]:
+                if target <= start:
                     continue   # the previous boundary snapped past this target
                 found = find_boundary(file, target, chunk_size, special_tokens, pattern, snap_token)
-                if found > boundaries[-1] and found < size:
-                    boundaries.append(found)
-        boundaries.append(size)
-        chunks.extend(Chunk(path, start, end)
-                      for start, end in zip(boundaries, boundaries[1:]) if end > start)
-    return chunks
+                if start < found < size:
+                    yield Chunk(path, start, found)
+                    start = found
+        if size > start:
+            yield Chunk(path, start, size)

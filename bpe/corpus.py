@@ -17,6 +17,7 @@ number of workers.
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import hashlib
@@ -35,7 +36,7 @@ from typing import Optional
 
 import numpy as np
 
-from bpe.chunking import plan_chunks
+from bpe.chunking import iter_chunks
 from bpe.pretokens import _progress_bar, _valid_utf8, check_errors, resolve_workers
 
 #: Chunks have a fixed size (not one derived from the worker count), so the input
@@ -325,19 +326,17 @@ def encode_file(tokenizer, inputs, output, *, dtype=None, num_workers: Optional[
     bar = None
     try:
         open(tmp_output, "wb").close()                   # workers write into it by offset
-        # plan_chunks makes at most one chunk per chunk_size bytes of each file.
-        max_chunks = sum(-(-os.path.getsize(path) // chunk_size) for path in paths)
+        sizes = [os.path.getsize(path) for path in paths]
+        total_bytes = sum(sizes)                         # the chunks cover every byte
+        # iter_chunks makes at most one chunk per chunk_size bytes of each file.
+        max_chunks = sum(-(-size // chunk_size) for size in sizes)
         settings = (tmp_output, dtype, allowed, errors, separator_id)
         with _Workers(work, max_chunks, settings, num_workers) as workers:
             workers.load(tokenizer._encoding())
-            # Planning reads around every cut: it runs while the workers start.
-            chunks = plan_chunks(paths, chunk_size, specials, tokenizer.pattern,
-                                 snap_token=separator or "")
-            if len(chunks) > max_chunks:     # the shared counts have room for max_chunks
-                raise RuntimeError(f"plan_chunks made {len(chunks)} chunks, over its bound {max_chunks}")
-            total_bytes = sum(chunk.n_bytes for chunk in chunks)
             bar = _progress_bar(progress, total_bytes, "encoding", unit="B")
-            n_tokens, document_starts, digests = _collect(workers.encode(chunks), chunks, bar)
+            # Cuts are searched as chunks are handed out: encoding starts at once.
+            chunks = iter_chunks(paths, chunk_size, specials, tokenizer.pattern, snap_token=separator or "")
+            n_tokens, document_starts, digests = _collect(workers.encode(chunks), bar)
         if os.path.getsize(tmp_output) != n_tokens * dtype.itemsize:
             raise CorpusEncodeError(f"{tmp_output}: holds {os.path.getsize(tmp_output)} bytes, "
                                     f"expected {n_tokens} ids of {dtype.itemsize} bytes")
@@ -438,35 +437,46 @@ class _Workers:
             self.local.close()
 
     def encode(self, chunks):
-        """Yield each chunk's result, in order."""
+        """Yield ``(chunk, result)`` for each chunk of the iterable, in order."""
+        numbered = enumerate(chunks)
         if self.local is not None:
-            for index, chunk in enumerate(chunks):
-                yield self.local.encode(index, chunk)
+            for index, chunk in numbered:
+                self._check_room(index)
+                yield chunk, self.local.encode(index, chunk)
             return
         # A few chunks in flight: enough to keep every worker busy while results
         # are collected in order.
         window = 2 * self.n_processes
-        pending = {}
-        next_index = 0
-        for index, chunk in enumerate(chunks):
-            while next_index < len(chunks) and next_index < index + window:
-                pending[next_index] = self.pool.submit(_encode_chunk, next_index, chunks[next_index])
-                next_index += 1
+        pending = collections.deque()
+        while True:
+            while len(pending) < window:
+                index, chunk = next(numbered, (None, None))
+                if chunk is None:
+                    break
+                self._check_room(index)
+                pending.append((chunk, self.pool.submit(_encode_chunk, index, chunk)))
+            if not pending:
+                return
+            chunk, future = pending.popleft()
             try:
-                yield pending.pop(index).result()
+                yield chunk, future.result()
             except BrokenProcessPool:
                 raise CorpusEncodeError(
                     f"a worker process died while encoding {chunk.path} (bytes "
                     f"{chunk.start}-{chunk.end}); no output was written") from None
 
+    def _check_room(self, index: int) -> None:
+        if index >= self.max_chunks:     # the shared counts have room for max_chunks
+            raise RuntimeError(f"iter_chunks made more chunks than its bound {self.max_chunks}")
 
-def _collect(results, chunks, bar):
-    """The token count, document starts and digests from the chunks' results, in order."""
+
+def _collect(results, bar):
+    """The token count, document starts and digests from ``(chunk, result)`` pairs, in order."""
     n_tokens = 0
     document_starts = []
     digests = []
     previous_path = None
-    for chunk, (index, count, starts, digest) in zip(chunks, results):
+    for chunk, (index, count, starts, digest) in results:
         if chunk.path != previous_path:                # a file's start is a document's start
             document_starts.append(np.array([n_tokens], dtype=np.uint64))
             previous_path = chunk.path
