@@ -49,6 +49,8 @@ def main() -> None:
     parser.add_argument("--engines", default="encode:1,bpe:1,bpe:2,gigatoken:2",
                         help="ENGINE:WORKERS pairs, comma-separated")
     parser.add_argument("--json", help="append results to this JSON-lines file")
+    parser.add_argument("--warm-cache", action="store_true",
+                        help="read the corpus just before each run, so that no run reads from disk")
     parser.add_argument("--one", nargs=2, help=argparse.SUPPRESS)   # internal: ENGINE WORKERS
     parser.add_argument("--output", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -67,6 +69,10 @@ def main() -> None:
             output = os.path.join(work, f"tokens-{engine}-{workers}.bin")
             argv = [sys.executable, __file__, "--corpus", args.corpus, "--tokenizer", args.tokenizer,
                     "--one", engine, str(workers), "--output", output]
+            if args.warm_cache:
+                with open(args.corpus, "rb") as corpus:
+                    while corpus.read(1 << 24):
+                        pass
             try:
                 result = run_measured(argv)
             except Exception as e:
