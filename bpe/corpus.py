@@ -454,7 +454,13 @@ class _Workers:
                 if chunk is None:
                     break
                 self._check_room(index)
-                pending.append((chunk, self.pool.submit(_encode_chunk, index, chunk)))
+                try:
+                    pending.append((chunk, self.pool.submit(_encode_chunk, index, chunk)))
+                except BrokenProcessPool:
+                    raise CorpusEncodeError(
+                        f"a worker process died before encoding {chunk.path} (bytes {chunk.start}-"
+                        f"{chunk.end}; its error, if any, is printed above); no output was written"
+                    ) from None
             if not pending:
                 return
             chunk, future = pending.popleft()
