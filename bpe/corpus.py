@@ -134,7 +134,7 @@ class ChunkEncoder:
                  separator_id: Optional[int], trim: bool = False):
         self.encoding = encoding
         self.malloc_trim = _find_malloc_trim() if trim else None
-        self.counts = np.frombuffer(counts, dtype=np.int64) if not isinstance(counts, np.ndarray) else counts
+        self.counts = np.frombuffer(counts, dtype=np.int64)   # a shared RawArray, or an array
         self.dtype = dtype
         self.allowed = allowed
         self.errors = errors
@@ -313,8 +313,7 @@ def encode_file(tokenizer, inputs, output, *, dtype=None, num_workers: Optional[
     errors = check_errors(errors)
     num_workers = resolve_workers(num_workers)
     output = os.fspath(output)
-    allowed = sorted(tokenizer.special_tokens) if allowed_special == "all" else sorted(allowed_special)
-    tokenizer._allowed(allowed, (), "")                  # unknown special tokens fail early too
+    allowed, _ = tokenizer._special_policy(allowed_special, ())   # unknown names fail early too
     specials = list(tokenizer.special_tokens)
     separator = specials[0] if specials and specials[0] in allowed else None
     separator_id = tokenizer.special_tokens[separator] if separator else None

@@ -84,7 +84,8 @@ class Encoding:
     def encode_utf8(self, data, allowed: Sequence[str], out: Optional[np.ndarray] = None) -> np.ndarray:
         """The ids (uint32) of valid UTF-8 ``data`` (bytes-like), the ``allowed``
         special tokens recognised; written into ``out`` (uint32, at least
-        ``len(data) + 1`` long) when given, and then a view of it."""
+        ``len(data)`` long: see ``Encoder.encode_texts``) when given, and then a
+        view of it."""
         return self.encode_many_utf8([data], allowed, out)[0]
 
     def encode_many_utf8(self, texts: Sequence, allowed: Sequence[str],

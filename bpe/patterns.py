@@ -138,7 +138,7 @@ def special_spans(text, special_tokens) -> list[tuple[int, int, int]]:
     ``text`` and ``special_tokens`` are both str or both bytes; ``index`` points
     into ``special_tokens``. Leftmost first; at one position the longest wins.
     """
-    if not isinstance(text, (str, bytes)) or len(text) >= _NOGIL_SEARCH_BYTES and isinstance(text, bytes):
+    if not isinstance(text, str) and (not isinstance(text, bytes) or len(text) >= _NOGIL_SEARCH_BYTES):
         # Occurrences found without the GIL (memmem), so threads encode in parallel;
         # short texts are searched faster by find, whose call costs less. Other
         # bytes-like objects (a reused read buffer) have no find: memmem them too.
