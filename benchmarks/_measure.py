@@ -33,6 +33,14 @@ def total_rss(processes: list[psutil.Process]) -> int:
     return total
 
 
+def read_sample(corpus: str, mb: float) -> tuple[str, list[str], float]:
+    """The first ``mb`` megabytes of a corpus: its text, its documents (split at
+    <|endoftext|>) and its size in MB of UTF-8."""
+    with open(corpus, encoding="utf-8") as f:
+        text = f.read(int(mb * 1e6))
+    return text, text.split("<|endoftext|>"), len(text.encode("utf-8")) / 1e6
+
+
 def best_of(function, repeats: int = 3) -> float:
     """The shortest wall time of ``repeats`` calls of ``function``, in seconds."""
     best = float("inf")

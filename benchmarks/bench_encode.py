@@ -23,7 +23,7 @@ import bpe  # noqa: E402
 from tiktoken_reference import get_encoding  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _measure import best_of  # noqa: E402
+from _measure import best_of, read_sample  # noqa: E402
 
 
 def main() -> None:
@@ -33,10 +33,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--json", help="append results to this JSON-lines file")
     args = parser.parse_args()
-    with open(args.corpus, encoding="utf-8") as f:
-        text = f.read(int(args.mb * 1e6))
-    documents = text.split("<|endoftext|>")
-    n_mb = len(text.encode("utf-8")) / 1e6
+    text, documents, n_mb = read_sample(args.corpus, args.mb)
     print(f"{os.path.basename(args.corpus)}: {n_mb:.1f} MB, {len(documents)} documents")
     print(f"{'encoding':<12} {'bpe numpy':>10} {'bpe list':>9} {'tiktoken':>9} {'HF':>6} "
           f"{'bpe batch x1':>13} {'bpe batch x' + str(args.threads):>13} "

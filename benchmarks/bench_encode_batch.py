@@ -13,9 +13,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 
 import bpe
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _measure import read_sample  # noqa: E402
 
 
 def main() -> None:
@@ -26,10 +30,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--json", help="append results to this JSON-lines file")
     args = parser.parse_args()
-    with open(args.corpus, encoding="utf-8") as f:
-        text = f.read(int(args.mb * 1e6))
-    documents = text.split("<|endoftext|>")
-    n_mb = len(text.encode("utf-8")) / 1e6
+    _, documents, n_mb = read_sample(args.corpus, args.mb)
     print(f"{os.path.basename(args.corpus)}: {n_mb:.1f} MB, {len(documents)} documents, "
           f"best of {args.repeats}")
     print(f"{'encoding':<12} {'1 thread MB/s':>14} {'2 threads MB/s':>15} {'ratio':>6}")
