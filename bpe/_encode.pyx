@@ -28,7 +28,15 @@ from bpe._bytestable cimport (BytesTable, bytestable_add, bytestable_clear, byte
                               bytestable_free, bytestable_init)
 from bpe._pairmap cimport PairMap, pairmap_free, pairmap_get, pairmap_init, pairmap_set
 from bpe._pretok cimport check_pattern, next_pretoken
+from bpe._specials cimport Needles, needles_free, needles_init, needles_restart, next_special
 from bpe._types cimport pack_pair
+from bpe._utf8 cimport utf8_bound, write_utf8
+
+cdef extern from "Python.h":
+    bint PyUnicode_IS_ASCII(object text)
+    unsigned int PyUnicode_KIND(object text)
+    void* PyUnicode_DATA(object text)
+    Py_ssize_t PyUnicode_GET_LENGTH(object text)
 
 cdef enum:
     CACHE_MAX_PIECE_BYTES = 256      # longer pre-tokens are rare; not worth caching
@@ -60,8 +68,27 @@ cdef inline int ids_reserve(Ids* ids, int64_t extra) noexcept nogil:
     return 0
 
 
+cdef struct Bytes:
+    uint8_t* data
+    int64_t capacity
+
+
+cdef inline int bytes_reserve(Bytes* b, int64_t n) noexcept nogil:
+    """Room for ``n`` bytes; what was there is not kept."""
+    cdef int64_t capacity = b.capacity if b.capacity > 0 else 4096
+    if n <= b.capacity:
+        return 0
+    while capacity < n:
+        capacity *= 2
+    free(b.data)
+    b.data = <uint8_t*>malloc(capacity)
+    b.capacity = capacity if b.data != NULL else 0
+    return 0 if b.data != NULL else -1
+
+
 cdef struct Scratch:
     Ids out              # the ids of the call
+    Bytes text           # the call's non-ASCII str texts, as UTF-8
     Ids cached           # ids of cached pre-tokens, sliced by the cache's values
     BytesTable cache     # pre-token bytes -> (offset in cached) << 16 | count
     # Work arrays for merging one pre-token, grown as needed.
@@ -79,6 +106,8 @@ cdef int scratch_init(Scratch* s) noexcept nogil:
     s.cached.data = NULL
     s.cached.size = s.cached.capacity = 0
     s.cached.borrowed = False
+    s.text.data = NULL
+    s.text.capacity = 0
     s.part_token = s.part_next = s.part_prev = NULL
     s.heap = NULL
     s.work_capacity = 0
@@ -88,6 +117,7 @@ cdef int scratch_init(Scratch* s) noexcept nogil:
 cdef void scratch_free(Scratch* s) noexcept nogil:
     free(s.out.data)
     free(s.cached.data)
+    free(s.text.data)
     free(s.part_token)
     free(s.part_next)
     free(s.part_prev)
@@ -139,12 +169,16 @@ cdef class Session:
 
 
 cdef void release_output(Scratch* s) noexcept nogil:
-    """Forget the call's ids; give back a very large output buffer."""
+    """Forget the call's ids; give back very large buffers."""
     s.out.size = 0
     if s.out.capacity > (1 << 20):
         free(s.out.data)
         s.out.data = NULL
         s.out.capacity = 0
+    if s.text.capacity > (1 << 22):
+        free(s.text.data)
+        s.text.data = NULL
+        s.text.capacity = 0
 
 
 cdef inline void heap_push(int64_t* heap, int64_t* size, int64_t key) noexcept nogil:
@@ -362,91 +396,186 @@ cdef class Encoder:
             i = end
         return 0
 
-    def encode_texts(self, Session session, const uint8_t[::1] data, const int64_t[::1] text_offsets,
-                     int pattern, const int64_t[::1] special_starts, const int64_t[::1] special_ends,
-                     const uint32_t[::1] special_ids, uint32_t[::1] out=None):
-        """Encode texts in one call without the GIL: ``(ids, id_offsets)`` (uint32, int64).
+    cdef int _encode_texts(self, Scratch* s, Py_ssize_t n_texts, const uint8_t** texts,
+                           const int64_t* lengths, int pattern, Needles* needles,
+                           const uint32_t* needle_ids, int64_t* id_offsets) noexcept nogil:
+        """Encode each text, its special tokens found here; the ids of text t
+        start at ``id_offsets[t]``. Returns -1 when out of memory (or ``out`` is
+        too small)."""
+        cdef Py_ssize_t t, which = 0
+        cdef int64_t start, at, n
+        cdef const uint8_t* text
+        for t in range(n_texts):
+            id_offsets[t] = s.out.size
+            text = texts[t]
+            n = lengths[t]
+            start = 0
+            needles_restart(needles)
+            while needles.count > 0:
+                at = next_special(needles, text, start, n, &which)
+                if at < 0:
+                    break
+                if self._encode_segment(s, text + start, at - start, pattern) < 0 \
+                        or ids_reserve(&s.out, 1) < 0:
+                    return -1
+                s.out.data[s.out.size] = needle_ids[which]
+                s.out.size += 1
+                start = at + needles.lengths[which]
+            if self._encode_segment(s, text + start, n - start, pattern) < 0:
+                return -1
+        id_offsets[n_texts] = s.out.size
+        return 0
 
-        ``pattern`` is a native pattern id, or -1 to treat each segment whole.
-
-        Text t is ``data[text_offsets[t]:text_offsets[t + 1]]``; special-token
-        ranges (sorted, global offsets) must each lie inside one text. The ids of
-        text t are ``ids[id_offsets[t]:id_offsets[t + 1]]``. One GIL release for a
-        whole batch, so threads do not queue for the GIL text by text.
-
-        With ``out``, the ids are written there and ``ids`` is a view of it: a
-        caller encoding chunk after chunk reuses one buffer instead of faulting in
-        fresh pages for every chunk. It must hold as many ids as the texts have
-        bytes outside special tokens, plus one per special token: a bound no
-        encoding exceeds (an ordinary id covers at least one byte), so it is
-        never grown. ``len(data)`` is enough when no special token is empty.
-        """
-        cdef Py_ssize_t n_texts = text_offsets.shape[0] - 1
-        cdef Py_ssize_t n_special = special_ids.shape[0]
-        cdef Py_ssize_t t, k = 0
-        cdef int64_t start, end
-        cdef int status = 0
+    cdef object _encode_prepared(self, Session session, Py_ssize_t n_texts, const uint8_t** texts,
+                                 const int64_t* lengths, int pattern, tuple needles,
+                                 const uint32_t[::1] needle_ids, uint32_t[::1] out):
+        """``(ids, id_offsets)`` of texts given as pointers and byte lengths, which
+        the caller keeps alive; one GIL release for them all."""
         cdef Scratch* scratch = &session.scratch
-        cdef const uint8_t* s = &data[0] if data.shape[0] > 0 else NULL
         cdef Ids own_out = scratch.out
-        cdef int64_t bound
+        cdef Needles found
+        cdef Py_ssize_t j, t
+        cdef int64_t bound = 0
+        cdef int status
         if pattern != WHOLE_SEGMENT:
             check_pattern(pattern)
-        if n_texts < 0 or special_starts.shape[0] != n_special or special_ends.shape[0] != n_special:
-            raise ValueError("inconsistent text offsets or special token ranges")
-        if n_texts > 0 and (text_offsets[0] != 0 or text_offsets[n_texts] != data.shape[0]):
-            raise ValueError("text offsets must run from 0 to len(data)")
+        if needle_ids.shape[0] != len(needles):
+            raise ValueError("one id is needed for each special token")
+        for t in range(n_texts):
+            bound += lengths[t]
+        if out is not None and out.shape[0] < bound:
+            raise ValueError(f"out holds {out.shape[0]} ids; these texts may need {bound}")
         id_offsets = np.empty(n_texts + 1, dtype=np.int64)
         cdef int64_t[::1] id_view = id_offsets
-        # Every special range must sit inside one text, in order.
-        t = 0
-        for k in range(n_special):
-            while t < n_texts and special_starts[k] >= text_offsets[t + 1]:
-                t += 1
-            if t >= n_texts or special_starts[k] < text_offsets[t] or special_ends[k] > text_offsets[t + 1] \
-                    or special_ends[k] < special_starts[k] or (k > 0 and special_starts[k] < special_ends[k - 1]):
-                raise ValueError("special token ranges must be sorted and inside one text each")
-        if out is not None:
-            bound = data.shape[0]
-            for k in range(n_special):
-                bound += 1 - (special_ends[k] - special_starts[k])
-            if out.shape[0] < bound:
-                raise ValueError(f"out holds {out.shape[0]} ids; these texts may need {bound}")
-            scratch.out.data = &out[0] if out.shape[0] > 0 else NULL
-            scratch.out.size = 0
-            scratch.out.capacity = out.shape[0]
-            scratch.out.borrowed = True
+        if needles_init(&found, len(needles)) < 0:
+            needles_free(&found)
+            raise MemoryError()
         try:
+            for j in range(found.count):
+                found.data[j] = <const uint8_t*><bytes>needles[j]
+                found.lengths[j] = len(<bytes>needles[j])
+            if out is not None:
+                # Any id covers at least one byte (empty special tokens never match),
+                # so ``bound`` ids always fit and the buffer is never grown.
+                scratch.out.data = &out[0] if out.shape[0] > 0 else NULL
+                scratch.out.size = 0
+                scratch.out.capacity = out.shape[0]
+                scratch.out.borrowed = True
             with nogil:
-                k = 0
-                for t in range(n_texts):
-                    id_view[t] = scratch.out.size
-                    start = text_offsets[t]
-                    end = text_offsets[t + 1]
-                    while k < n_special and special_starts[k] < end and status == 0:
-                        status = self._encode_segment(scratch, s + start, special_starts[k] - start,
-                                                      pattern)
-                        if status == 0 and ids_reserve(&scratch.out, 1) < 0:
-                            status = -1
-                        if status == 0:
-                            scratch.out.data[scratch.out.size] = special_ids[k]
-                            scratch.out.size += 1
-                            start = special_ends[k]
-                            k += 1
-                    if status == 0:
-                        status = self._encode_segment(scratch, s + start, end - start, pattern)
-                    if status < 0:
-                        break
-                id_view[n_texts] = scratch.out.size
+                status = self._encode_texts(scratch, n_texts, texts, lengths, pattern, &found,
+                                            &needle_ids[0] if needle_ids.shape[0] > 0 else NULL,
+                                            &id_view[0])
             if status < 0:
                 raise MemoryError()
             if out is not None:
                 return np.asarray(out)[:scratch.out.size], id_offsets
             return ids_to_array(&scratch.out), id_offsets
         finally:
+            needles_free(&found)
             if out is not None:
                 scratch.out = own_out
             release_output(scratch)
+
+    def encode_texts(self, Session session, const uint8_t[::1] data, const int64_t[::1] text_offsets,
+                     int pattern, needles, const uint32_t[::1] needle_ids, uint32_t[::1] out=None):
+        """Encode UTF-8 texts in one call without the GIL: ``(ids, id_offsets)`` (uint32, int64).
+
+        Text t is ``data[text_offsets[t]:text_offsets[t + 1]]``; its ids are
+        ``ids[id_offsets[t]:id_offsets[t + 1]]``. ``pattern`` is a native
+        pattern id, or -1 to treat each segment whole. ``needles`` are the
+        special tokens to recognise (bytes), leftmost first and the longest at
+        one position; ``needle_ids`` their ids. One GIL release for a whole
+        batch, so threads do not queue for the GIL text by text.
+
+        With ``out`` (at least ``len(data)`` ids), the ids are written there and
+        ``ids`` is a view of it: a caller encoding chunk after chunk reuses one
+        buffer instead of faulting in fresh pages for every chunk.
+        """
+        cdef Py_ssize_t n_texts = text_offsets.shape[0] - 1
+        cdef Py_ssize_t t
+        cdef const uint8_t* s = &data[0] if data.shape[0] > 0 else NULL
+        cdef const uint8_t** texts = NULL
+        cdef int64_t* lengths = NULL
+        if n_texts < 0 or (n_texts > 0 and (text_offsets[0] != 0 or text_offsets[n_texts] != data.shape[0])):
+            raise ValueError("text offsets must run from 0 to len(data)")
+        for t in range(n_texts):
+            if text_offsets[t + 1] < text_offsets[t]:
+                raise ValueError("text offsets must not decrease")
+        texts = <const uint8_t**>malloc((n_texts + 1) * sizeof(uint8_t*))
+        lengths = <int64_t*>malloc((n_texts + 1) * sizeof(int64_t))
+        try:
+            if texts == NULL or lengths == NULL:
+                raise MemoryError()
+            for t in range(n_texts):
+                texts[t] = s + text_offsets[t]
+                lengths[t] = text_offsets[t + 1] - text_offsets[t]
+            return self._encode_prepared(session, n_texts, texts, lengths, pattern, tuple(needles),
+                                         needle_ids, out)
+        finally:
+            free(texts)
+            free(lengths)
+
+    def encode_strs(self, Session session, texts, int pattern, needles,
+                    const uint32_t[::1] needle_ids, uint32_t[::1] out=None):
+        """As ``encode_texts``, for a sequence of str: no ``str.encode``, no join.
+
+        ASCII text is read in place; other text is written as UTF-8 into the
+        session's buffer, both without the GIL, so threads encoding batches of
+        str spend almost all their time in parallel. Lone surrogates become
+        U+FFFD (see ``bpe/_utf8.pxd``). ``out`` must hold as many ids as the
+        texts have UTF-8 bytes.
+        """
+        cdef tuple held = tuple(texts)      # our own references while the GIL is released
+        cdef Py_ssize_t n_texts = len(held)
+        cdef Py_ssize_t t
+        cdef int64_t transcoded = 0
+        cdef uint8_t* write_at
+        cdef const void** sources = NULL
+        cdef Py_ssize_t* n_points = NULL
+        cdef int* kinds = NULL
+        cdef const uint8_t** starts = NULL
+        cdef int64_t* lengths = NULL
+        cdef Scratch* scratch = &session.scratch
+        for t in range(n_texts):
+            if not isinstance(held[t], str):
+                raise TypeError(f"text {t} is {type(held[t]).__name__}, not str")
+        try:
+            sources = <const void**>malloc((n_texts + 1) * sizeof(void*))
+            n_points = <Py_ssize_t*>malloc((n_texts + 1) * sizeof(Py_ssize_t))
+            kinds = <int*>malloc((n_texts + 1) * sizeof(int))
+            starts = <const uint8_t**>malloc((n_texts + 1) * sizeof(uint8_t*))
+            lengths = <int64_t*>malloc((n_texts + 1) * sizeof(int64_t))
+            if sources == NULL or n_points == NULL or kinds == NULL or starts == NULL or lengths == NULL:
+                raise MemoryError()
+            for t in range(n_texts):
+                text = held[t]
+                sources[t] = PyUnicode_DATA(text)
+                n_points[t] = PyUnicode_GET_LENGTH(text)
+                kinds[t] = 0 if PyUnicode_IS_ASCII(text) else PyUnicode_KIND(text)
+            with nogil:
+                for t in range(n_texts):
+                    if kinds[t] != 0:
+                        transcoded += utf8_bound(kinds[t], n_points[t])
+                if bytes_reserve(&scratch.text, transcoded) == 0:
+                    write_at = scratch.text.data
+                    for t in range(n_texts):
+                        if kinds[t] == 0:
+                            starts[t] = <const uint8_t*>sources[t]
+                            lengths[t] = n_points[t]
+                        else:
+                            starts[t] = write_at
+                            write_at = write_utf8(kinds[t], sources[t], n_points[t], write_at)
+                            lengths[t] = write_at - starts[t]
+            if scratch.text.capacity < transcoded:
+                raise MemoryError()
+            return self._encode_prepared(session, n_texts, starts, lengths, pattern, tuple(needles),
+                                         needle_ids, out)
+        finally:
+            free(sources)
+            free(n_points)
+            free(kinds)
+            free(starts)
+            free(lengths)
 
     def encode_pieces(self, Session session, pieces):
         """The ids of a list of pre-tokens (bytes), for patterns the native scanners lack."""
@@ -546,13 +675,14 @@ def ids_to_lists(const uint32_t[::1] ids, const int64_t[::1] offsets, tuple id_o
     for t in range(n_lists):
         if offsets[t + 1] < offsets[t]:
             raise ValueError("offsets must not decrease")
-    uses = <int64_t*>calloc(n_objects + 1, sizeof(int64_t))
-    distinct = <uint32_t*>malloc((min(n, n_objects) + 1) * sizeof(uint32_t))
-    items = <PyObject***>malloc((n_lists + 1) * sizeof(PyObject**))
     try:
-        if uses == NULL or distinct == NULL or items == NULL:
-            raise MemoryError()
-        with nogil:
+        with nogil:     # a vocabulary's worth of counts: zeroed without holding up other threads
+            uses = <int64_t*>calloc(n_objects + 1, sizeof(int64_t))
+            distinct = <uint32_t*>malloc((min(n, n_objects) + 1) * sizeof(uint32_t))
+            items = <PyObject***>malloc((n_lists + 1) * sizeof(PyObject**))
+            if uses == NULL or distinct == NULL or items == NULL:
+                n = 0
+                bad = -2
             for k in range(n):
                 token_id = ids[k]
                 if token_id >= n_objects:
@@ -562,6 +692,8 @@ def ids_to_lists(const uint32_t[::1] ids, const int64_t[::1] offsets, tuple id_o
                     distinct[n_distinct] = token_id
                     n_distinct += 1
                 uses[token_id] += 1
+        if bad == -2:
+            raise MemoryError()
         if bad >= 0:
             raise ValueError(f"token id {bad} has no prebuilt int")
         result = PyList_New(n_lists)

@@ -30,9 +30,11 @@ reaches the end. In o200k, ``P?U*W+`` backtracks: U* gives characters back until
 W+ can start, and the optional P is dropped if nothing matches with it.
 """
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy
 
 from bpe._bytestable cimport BytesTable, bytestable_add, bytestable_free, bytestable_init
+from bpe._specials cimport Needles, needles_free, needles_init, needles_restart, next_special
 
 import numpy as np
 
@@ -451,55 +453,52 @@ cdef class Interner:
         return data, offsets, counts
 
 
-cdef extern from "string.h" nogil:
-    void* memmem(const void* haystack, size_t haystack_length, const void* needle,
-                 size_t needle_length)
-
-
-def find_occurrences(const uint8_t[::1] data, list needles):
-    """Every (position, needle index) where a needle occurs, overlaps included, without the GIL.
-
-    Returns two int64 arrays, ordered by needle then position.
-    """
+def find_special_spans(const uint8_t[::1] data, needles):
+    """``(start, end, index)`` of each special token (``needles``, bytes) in
+    ``data``: the leftmost first, the longest at one position; found without
+    the GIL, so threads pre-tokenizing chunks search them in parallel."""
+    cdef tuple held = tuple(needles)    # our own references while the GIL is released
     cdef Py_ssize_t n = data.shape[0]
-    cdef Py_ssize_t k, length
     cdef const uint8_t* s = &data[0] if n > 0 else NULL
-    cdef const uint8_t* needle
-    cdef const uint8_t* found
-    cdef Py_ssize_t position
-    positions, owners = [], []
-    cdef int64_t[::1] view
-    cdef int64_t count, capacity
-    for k, needle_object in enumerate(needles):
-        length = len(needle_object)
-        needle = <const uint8_t*><bytes>needle_object
-        if length == 0 or n == 0:
-            continue
-        capacity = 64
-        found_array = np.empty(capacity, dtype=np.int64)
-        view = found_array
-        count = 0
-        position = 0
-        while True:
-            with nogil:
-                # Collect as many as fit, then grow with the GIL held.
-                while count < capacity:
-                    found = <const uint8_t*>memmem(s + position, n - position, needle, length)
-                    if found == NULL:
+    cdef Needles found
+    cdef Py_ssize_t j, at, which = 0, position = 0
+    cdef int64_t count = 0, capacity = 64
+    cdef int64_t* spans = NULL          # start, end, index: three per span
+    cdef int64_t* grown
+    cdef bint failed = False
+    if needles_init(&found, len(held)) < 0:
+        needles_free(&found)
+        raise MemoryError()
+    try:
+        for j in range(found.count):
+            found.data[j] = <const uint8_t*><bytes>held[j]
+            found.lengths[j] = len(<bytes>held[j])
+        with nogil:
+            needles_restart(&found)
+            spans = <int64_t*>malloc(3 * capacity * sizeof(int64_t))
+            failed = spans == NULL
+            while not failed:
+                at = next_special(&found, s, position, n, &which)
+                if at < 0:
+                    break
+                if count == capacity:
+                    capacity *= 2
+                    grown = <int64_t*>realloc(spans, 3 * capacity * sizeof(int64_t))
+                    if grown == NULL:
+                        failed = True
                         break
-                    view[count] = found - s
-                    count += 1
-                    position = found - s + 1
-            if count < capacity:
-                break
-            capacity *= 2
-            found_array = np.resize(found_array, capacity)
-            view = found_array
-        positions.append(found_array[:count])
-        owners.append(np.full(count, k, dtype=np.int64))
-    if not positions:
-        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
-    return np.concatenate(positions), np.concatenate(owners)
+                    spans = grown
+                position = at + found.lengths[which]
+                spans[3 * count] = at
+                spans[3 * count + 1] = position
+                spans[3 * count + 2] = which
+                count += 1
+        if failed:
+            raise MemoryError()
+        return [(spans[3 * j], spans[3 * j + 1], spans[3 * j + 2]) for j in range(count)]
+    finally:
+        needles_free(&found)
+        free(spans)
 
 
 cdef Py_ssize_t first_invalid_utf8(const uint8_t* s, Py_ssize_t n) noexcept nogil:

@@ -13,11 +13,19 @@ from typing import Mapping, Optional, Sequence
 
 import numpy as np
 
-from bpe.patterns import (compile_pattern, leftmost_longest, native_pattern_id, special_spans,
-                          split_special)
+from bpe.patterns import compile_pattern, native_pattern_id, split_special
 
 
-_NO_SPANS = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), np.empty(0, dtype=np.uint32))
+def utf8(text: str) -> bytes:
+    """``text`` as UTF-8; lone surrogates (not Unicode scalar values) become U+FFFD, as in tiktoken.
+
+    The kernel's own conversion (``Encoder.encode_strs``) does the same; this is
+    its reference, and the path for patterns the kernel cannot scan.
+    """
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode("utf-8")
 
 
 class Encoding:
@@ -90,57 +98,50 @@ class Encoding:
 
     def encode_many_utf8(self, texts: Sequence, allowed: Sequence[str],
                          out: Optional[np.ndarray] = None) -> tuple[np.ndarray, np.ndarray]:
-        """``(ids, id_offsets)`` for valid UTF-8 texts, encoded in one GIL-free kernel call;
-        the ids of text t are ``ids[id_offsets[t]:id_offsets[t + 1]]``. With ``out``,
-        the ids are written there (see ``Encoder.encode_texts``)."""
+        """``(ids, id_offsets)`` for valid UTF-8 texts (bytes-like), encoded in one
+        GIL-free kernel call; the ids of text t are ``ids[id_offsets[t]:id_offsets[t + 1]]``.
+        With ``out``, the ids are written there (see ``Encoder.encode_texts``)."""
         if self._native is None and self.pattern is not None:
-            parts = [self._encode_with_regex(bytes(text).decode("utf-8"), allowed) for text in texts]
-            offsets = np.zeros(len(parts) + 1, dtype=np.int64)
-            np.cumsum([len(part) for part in parts], out=offsets[1:])
-            ids = np.concatenate(parts) if parts else np.empty(0, np.uint32)
-            if out is not None:
-                out[:len(ids)] = ids
-                ids = out[:len(ids)]
-            return ids, offsets
-        if len(texts) == 1:      # the common single-text call: skip the joins
+            return self._encode_many_with_regex([bytes(text).decode("utf-8") for text in texts],
+                                                allowed, out)
+        if len(texts) == 1:      # the common single-text call: skip the join
             joined = texts[0]
             text_offsets = np.array([0, len(joined)], dtype=np.int64)
         else:
             joined = b"".join(texts)
             text_offsets = np.zeros(len(texts) + 1, dtype=np.int64)
             np.cumsum([len(text) for text in texts], out=text_offsets[1:])
-        starts, ends, ids = _NO_SPANS
-        if allowed:
-            spans = self._special_spans(texts, joined, text_offsets,
-                                        [token.encode("utf-8") for token in allowed])
-            if spans:
-                starts = np.array([a for a, _, _ in spans], dtype=np.int64)
-                ends = np.array([b for _, b, _ in spans], dtype=np.int64)
-                ids = np.array([self.special_tokens[allowed[i]] for _, _, i in spans], dtype=np.uint32)
         with self._session() as session:
-            return self._kernel.encode_texts(
-                session, np.frombuffer(joined, dtype=np.uint8), text_offsets,
-                -1 if self._native is None else self._native, starts, ends, ids, out)
+            return self._kernel.encode_texts(session, np.frombuffer(joined, dtype=np.uint8), text_offsets,
+                                             self._pattern_id(), *self._needles(allowed), out)
 
-    @staticmethod
-    def _special_spans(texts, joined: bytes, text_offsets: np.ndarray, needles: list[bytes]):
-        """The special-token spans of every text, in offsets of ``joined``."""
-        if len(texts) == 1:
-            # One text: special_spans picks find or a GIL-free memmem by its length.
-            return special_spans(joined, needles)
-        from bpe._pretok import find_occurrences
+    def encode_strs(self, texts: Sequence[str], allowed: Sequence[str],
+                    out: Optional[np.ndarray] = None) -> tuple[np.ndarray, np.ndarray]:
+        """As ``encode_many_utf8``, for str: converted to UTF-8 inside the GIL-free
+        call (lone surrogates become U+FFFD)."""
+        if self._native is None and self.pattern is not None:
+            return self.encode_many_utf8([utf8(text) for text in texts], allowed, out)
+        with self._session() as session:
+            return self._kernel.encode_strs(session, texts, self._pattern_id(), *self._needles(allowed), out)
 
-        # One GIL-free search over the whole batch; an occurrence that runs across
-        # two texts is dropped before the leftmost-longest choice, so it cannot hide
-        # one inside a text.
-        positions, owners = find_occurrences(joined, needles)
-        if not len(positions):
-            return []
-        lengths = np.array([len(needle) for needle in needles], dtype=np.int64)[owners]
-        first = np.searchsorted(text_offsets, positions, side="right")
-        last = np.searchsorted(text_offsets, positions + lengths - 1, side="right")
-        inside = first == last
-        return leftmost_longest(positions[inside].tolist(), owners[inside].tolist(), needles)
+    def _pattern_id(self) -> int:
+        return -1 if self._native is None else self._native
+
+    def _needles(self, allowed: Sequence[str]) -> tuple[list[bytes], np.ndarray]:
+        """The kernel's form of the ``allowed`` special tokens: their UTF-8 and ids."""
+        return ([token.encode("utf-8") for token in allowed],
+                np.array([self.special_tokens[token] for token in allowed], dtype=np.uint32))
+
+    def _encode_many_with_regex(self, texts: Sequence[str], allowed: Sequence[str],
+                                out: Optional[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        parts = [self._encode_with_regex(text, allowed) for text in texts]
+        offsets = np.zeros(len(parts) + 1, dtype=np.int64)
+        np.cumsum([len(part) for part in parts], out=offsets[1:])
+        ids = np.concatenate(parts) if parts else np.empty(0, np.uint32)
+        if out is not None:
+            out[:len(ids)] = ids
+            ids = out[:len(ids)]
+        return ids, offsets
 
     def _encode_with_regex(self, text: str, allowed: Sequence[str]) -> np.ndarray:
         """Custom patterns: ``regex`` pre-tokenizes, the kernel merges."""

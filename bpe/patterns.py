@@ -139,13 +139,12 @@ def special_spans(text, special_tokens) -> list[tuple[int, int, int]]:
     into ``special_tokens``. Leftmost first; at one position the longest wins.
     """
     if not isinstance(text, str) and (not isinstance(text, bytes) or len(text) >= _NOGIL_SEARCH_BYTES):
-        # Occurrences found without the GIL (memmem), so threads encode in parallel;
-        # short texts are searched faster by find, whose call costs less. Other
-        # bytes-like objects (a reused read buffer) have no find: memmem them too.
-        from bpe._pretok import find_occurrences
+        # Found without the GIL (memmem), so threads pre-tokenize in parallel; short
+        # texts are searched faster by find, whose call costs less. Other bytes-like
+        # objects (a reused read buffer) have no find: search them here too.
+        from bpe._pretok import find_special_spans
 
-        positions, owners = find_occurrences(text, list(special_tokens))
-        return leftmost_longest(positions.tolist(), owners.tolist(), special_tokens)
+        return find_special_spans(text, special_tokens)
     positions, owners = [], []
     for index, token in enumerate(special_tokens):
         position = text.find(token)

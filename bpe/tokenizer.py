@@ -17,14 +17,6 @@ Pair = tuple[bytes, bytes]
 BATCH_BYTES = 1 << 18
 
 
-def _utf8(text: str) -> bytes:
-    """``text`` as UTF-8; lone surrogates (not Unicode scalar values) become U+FFFD, as in tiktoken."""
-    try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode("utf-8")
-
-
 class Tokenizer:
     """A byte-level BPE tokenizer.
 
@@ -173,11 +165,8 @@ class Tokenizer:
                 f"To disable this check for all special tokens, pass `disallowed_special=()`.")
 
     def _encode_array(self, text: str, allowed: Sequence[str]) -> np.ndarray:
-        return self._encode_utf8(_utf8(text), allowed)
-
-    def _encode_utf8(self, data: bytes, allowed: Sequence[str]) -> np.ndarray:
-        """The ids of valid UTF-8 ``data`` (uint32), ``allowed`` special tokens recognised."""
-        return self._encoding().encode_utf8(data, allowed)
+        """The ids of ``text`` (uint32), ``allowed`` special tokens recognised."""
+        return self._encoding().encode_strs([text], allowed)[0]
 
     def encode(self, text: str, *, allowed_special: Union[Literal["all"], AbstractSet[str]] = "all",
                disallowed_special: Union[Literal["all"], Collection[str]] = ()) -> list[int]:
@@ -216,10 +205,10 @@ class Tokenizer:
                      allowed_special="all", disallowed_special=()) -> list[list[int]]:
         """Encode many texts on a thread pool; the kernel runs without the GIL.
 
-        Texts go in batches of about ``BATCH_BYTES``: each batch holds the GIL
-        briefly to prepare, encodes in one GIL-free kernel call, then builds its
-        lists, so one thread's kernel time overlaps the other's list building
-        (text-by-text calls made the threads queue for the GIL).
+        Texts go in batches of about ``BATCH_BYTES``: each batch is converted to
+        UTF-8 and encoded in one GIL-free kernel call, then holds the GIL briefly
+        to build its lists, so one thread's kernel time overlaps the other's list
+        building (text-by-text calls made the threads queue for the GIL).
         """
         texts = list(texts)
         batches, size, current = [], 0, []
@@ -235,14 +224,13 @@ class Tokenizer:
         allowed, disallowed = self._special_policy(allowed_special, disallowed_special)
 
         def encode(batch: list[int]) -> list[list[int]]:
-            data = []
-            for index in batch:
-                if disallowed:
-                    self._refuse_disallowed(disallowed, texts[index])
-                data.append(_utf8(texts[index]))
+            batch_texts = [texts[index] for index in batch]
+            if disallowed:
+                for text in batch_texts:
+                    self._refuse_disallowed(disallowed, text)
             from bpe._encode import ids_to_lists
 
-            ids, offsets = encoding.encode_many_utf8(data, allowed)
+            ids, offsets = encoding.encode_strs(batch_texts, allowed)
             return ids_to_lists(ids, offsets, self._id_objects)
 
         num_threads = max(1, min(num_threads or os.cpu_count() or 1, len(batches) or 1))

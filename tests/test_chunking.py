@@ -105,6 +105,7 @@ special_pieces = st.lists(st.sampled_from(["a", "<", "|", ">", "<|", "|>", "<|x|
 @settings(max_examples=500, deadline=None)
 @given(special_pieces)
 def test_special_spans_follow_split_special(text):
+    from bpe._pretok import find_special_spans
     from bpe.patterns import special_spans, split_special
 
     for specials in (["<|x|>"], ["<|x|>", "<|x|><|x|>"], ["|>", "<|", "<|x|>"], ["x|><", "<|x"]):
@@ -115,3 +116,5 @@ def test_special_spans_follow_split_special(text):
         data = text.encode()
         byte_spans = special_spans(data, [t.encode() for t in specials])
         assert [data[a:b].decode() for a, b, _ in byte_spans] == expected
+        # Long buffers are searched without the GIL, by the kernels' own finder.
+        assert find_special_spans(data, [t.encode() for t in specials]) == byte_spans

@@ -221,6 +221,63 @@ def test_encode_batch_never_matches_a_special_token_across_two_texts():
     assert tok.encode_batch(texts * 50, num_threads=2) == [tok.encode(t) for t in texts * 50]
 
 
+def byte_tokenizer(special_tokens=()) -> bpe.Tokenizer:
+    """No merges, no pre-tokenizer: the ids of a text are its UTF-8 bytes, so the
+    tests below see exactly which bytes the kernel read and where it found
+    special tokens."""
+    vocab = {i: bytes([i]) for i in range(256)}
+    specials = {token: 256 + k for k, token in enumerate(special_tokens)}
+    vocab.update({token_id: token.encode() for token, token_id in specials.items()})
+    return bpe.Tokenizer(vocab, [], specials, pattern=None)
+
+
+# Every storage a str can have: ASCII, Latin-1, two and four bytes a code point,
+# lone and paired surrogates in any order.
+any_code_points = st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x10FFFF,
+                                                 blacklist_categories=()), max_size=30)
+str_kinds = st.one_of(any_code_points, st.text(alphabet="ab \x7f\x80\xe9\xff", max_size=30),
+                      st.text(alphabet="a\u0100\ud800\udc00\ud83d\ude00\U0001f600", max_size=30))
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts=st.lists(str_kinds, max_size=6))
+def test_the_kernel_reads_any_str_as_utf8_with_surrogates_replaced(texts):
+    from bpe.encoding import utf8
+
+    tok = byte_tokenizer()
+    assert [bytes(ids) for ids in tok.encode_batch(texts, num_threads=1)] == [utf8(t) for t in texts]
+    for text in texts:
+        assert bytes(tok.encode_to_numpy(text, dtype=np.uint8)) == utf8(text)
+
+
+def expected_with_specials(text: str, specials: list[str]) -> list[int]:
+    """The ids under ``byte_tokenizer(specials)``, from ``split_special`` (a regex)."""
+    from bpe.patterns import split_special
+
+    ids = []
+    for segment, special in split_special(text, specials):
+        ids += list(segment.encode())
+        if special is not None:
+            ids.append(256 + specials.index(special))
+    return ids
+
+
+OVERLAPPING = ["<s>", "<s><s>", "s>", "<s", "<", "ss"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts=st.lists(st.text(alphabet="<s>a", max_size=20), max_size=5),
+       specials=st.lists(st.sampled_from(OVERLAPPING), min_size=1, max_size=4, unique=True))
+def test_special_tokens_are_found_leftmost_then_longest(texts, specials):
+    tok = byte_tokenizer(specials)
+    expected = [expected_with_specials(text, specials) for text in texts]
+    assert [tok.encode(text) for text in texts] == expected
+    assert tok.encode_batch(texts, num_threads=1) == expected
+    encoding = tok._encoding()
+    for text, ids in zip(texts, expected):
+        assert encoding.encode_utf8(text.encode(), sorted(specials)).tolist() == ids
+
+
 @pytest.mark.parametrize("name", ["gpt2", "o200k_base"])
 def test_encoding_into_a_reused_buffer_equals_a_fresh_array(name):
     encoding = bpe.load(name)._encoding()
@@ -232,11 +289,11 @@ def test_encoding_into_a_reused_buffer_equals_a_fresh_array(name):
         into = encoding.encode_utf8(memoryview(text), ["<|endoftext|>"], out)
         assert np.shares_memory(into, out) or len(into) == 0
         assert np.array_equal(into, fresh)
-    # Room for one id per byte outside special tokens and one per special token, or an error.
+    # Room for one id per byte (no id covers less), or an error before any work.
     two_specials = "<|endoftext|><|endoftext|>".encode()
-    assert len(encoding.encode_utf8(two_specials, ["<|endoftext|>"], out[:2])) == 2
-    with pytest.raises(ValueError, match="out holds 1 ids; these texts may need 2"):
-        encoding.encode_utf8(two_specials, ["<|endoftext|>"], out[:1])
+    assert len(encoding.encode_utf8(two_specials, ["<|endoftext|>"], out[:26])) == 2
+    with pytest.raises(ValueError, match="out holds 25 ids; these texts may need 26"):
+        encoding.encode_utf8(two_specials, ["<|endoftext|>"], out[:25])
 
 
 def test_lists_hold_one_reference_per_id():

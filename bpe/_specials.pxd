@@ -1,0 +1,74 @@
+# Finding special tokens in UTF-8 bytes without the GIL: the leftmost match,
+# the longest at one position (the rule of patterns.split_special). A C struct
+# and inline functions, so the encoding kernel and the pre-tokenizer each
+# compile their own copy and call it from nogil loops.
+from libc.stdint cimport int64_t, uint8_t
+from libc.stdlib cimport free, malloc
+
+cdef extern from "string.h" nogil:
+    void* memmem(const void* haystack, size_t haystack_length, const void* needle,
+                 size_t needle_length)
+
+cdef enum:
+    NOT_SEARCHED = -2    # a needle's next occurrence is not known yet
+    NOT_FOUND = -1       # a needle does not occur again before the end
+
+
+cdef struct Needles:
+    Py_ssize_t count
+    const uint8_t** data     # borrowed from bytes objects the caller keeps alive
+    Py_ssize_t* lengths
+    Py_ssize_t* next         # per needle: its next occurrence, NOT_SEARCHED or NOT_FOUND
+
+
+cdef inline int needles_init(Needles* needles, Py_ssize_t count) noexcept nogil:
+    needles.count = count
+    needles.data = <const uint8_t**>malloc((count + 1) * sizeof(uint8_t*))
+    needles.lengths = <Py_ssize_t*>malloc((count + 1) * sizeof(Py_ssize_t))
+    needles.next = <Py_ssize_t*>malloc((count + 1) * sizeof(Py_ssize_t))
+    if needles.data == NULL or needles.lengths == NULL or needles.next == NULL:
+        return -1
+    return 0
+
+
+cdef inline void needles_free(Needles* needles) noexcept nogil:
+    free(needles.data)
+    free(needles.lengths)
+    free(needles.next)
+
+
+cdef inline void needles_restart(Needles* needles) noexcept nogil:
+    """Forget the occurrences found: the next search is in another text."""
+    cdef Py_ssize_t j
+    for j in range(needles.count):
+        needles.next[j] = NOT_SEARCHED
+
+
+cdef inline Py_ssize_t next_special(Needles* needles, const uint8_t* s, Py_ssize_t position,
+                                    Py_ssize_t end, Py_ssize_t* which) noexcept nogil:
+    """The start of the first special token in ``s[position:end]`` (-1 if none),
+    its needle in ``which``: the leftmost, and the longest of those starting there.
+
+    Each needle's next occurrence is remembered, so a text with many special
+    tokens is searched once per needle, not once per match. Calls for one text
+    must not go backwards; call ``needles_restart`` before the next text. Empty
+    needles never match.
+    """
+    cdef Py_ssize_t j, at
+    cdef Py_ssize_t best = -1
+    cdef const uint8_t* found
+    for j in range(needles.count):
+        at = needles.next[j]
+        if at == NOT_SEARCHED or (at >= 0 and at < position):
+            at = NOT_FOUND
+            if 0 < needles.lengths[j] <= end - position:
+                found = <const uint8_t*>memmem(s + position, end - position,
+                                               needles.data[j], needles.lengths[j])
+                if found != NULL:
+                    at = found - s
+            needles.next[j] = at
+        if at >= 0 and (best < 0 or at < best
+                        or (at == best and needles.lengths[j] > needles.lengths[which[0]])):
+            best = at
+            which[0] = j
+    return best
