@@ -17,6 +17,20 @@ Pair = tuple[bytes, bytes]
 BATCH_BYTES = 1 << 18
 
 
+def _batches(texts: Sequence[str]) -> list[list[int]]:
+    """The indices of ``texts`` in consecutive groups of about ``BATCH_BYTES`` characters."""
+    batches, size, current = [], 0, []
+    for index, text in enumerate(texts):
+        current.append(index)
+        size += len(text)
+        if size >= BATCH_BYTES:
+            batches.append(current)
+            current, size = [], 0
+    if current:
+        batches.append(current)
+    return batches
+
+
 class Tokenizer:
     """A byte-level BPE tokenizer.
 
@@ -211,15 +225,7 @@ class Tokenizer:
         building (text-by-text calls made the threads queue for the GIL).
         """
         texts = list(texts)
-        batches, size, current = [], 0, []
-        for index, text in enumerate(texts):
-            current.append(index)
-            size += len(text)
-            if size >= BATCH_BYTES:
-                batches.append(current)
-                current, size = [], 0
-        if current:
-            batches.append(current)
+        batches = _batches(texts)
         encoding = self._encoding()
         allowed, disallowed = self._special_policy(allowed_special, disallowed_special)
 
