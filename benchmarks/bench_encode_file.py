@@ -5,6 +5,12 @@ gigatoken's encode_files, with wall time and peak RSS of the whole process tree.
 
 gigatoken loads the tokenizer.json that bpe exports for the same vocabulary and
 holds all ids in memory (an awkward array); bpe writes a memory-mappable file.
+
+Engine "twin" is the control for scaling: two independent single-worker runs of
+encode_file on the corpus at the same time, in two processes. Nothing is shared
+between them, so the throughput they reach together is what this machine gives
+two processes doing this work at that moment: the ceiling for 2 workers.
+Its MB/s counts both corpora.
 """
 from __future__ import annotations
 
@@ -27,6 +33,8 @@ def run_one(engine: str, corpus: str, tokenizer: str, workers: int, output: str)
     if engine == "bpe":
         summary = tok.encode_file(corpus, output, num_workers=workers)
         n_tokens = summary.tokens_out
+    elif engine == "twin":
+        return run_twins(corpus, tokenizer, output)
     elif engine == "encode":   # the baseline: the whole file through encode_to_numpy, one thread
         with open(corpus, encoding="utf-8") as f:
             text = f.read()
@@ -40,6 +48,22 @@ def run_one(engine: str, corpus: str, tokenizer: str, workers: int, output: str)
         ids = giga.encode_files(gigatoken.TextFileSource([corpus], separator="<|endoftext|>"))
         n_tokens = int(sum(len(doc) for doc in ids))
     return {"seconds": time.perf_counter() - start, "tokens": n_tokens}
+
+
+def run_twins(corpus: str, tokenizer: str, output: str) -> dict:
+    """Two single-worker encode_file runs at once, each in its own process; the
+    time until both are done."""
+    import subprocess
+
+    twins = [subprocess.Popen([sys.executable, __file__, "--corpus", corpus, "--tokenizer", tokenizer,
+                               "--one", "bpe", "1", "--output", f"{output}.{k}"],
+                              stdout=subprocess.PIPE, text=True) for k in range(2)]
+    results = [json.loads(twin.communicate()[0].splitlines()[-1]) for twin in twins]
+    for k in range(2):
+        for leftover in (f"{output}.{k}", f"{output}.{k}.json", f"{output}.{k}.docs.npy"):
+            os.unlink(leftover)
+    assert results[0]["tokens"] == results[1]["tokens"]
+    return {"seconds": max(result["seconds"] for result in results), "tokens": results[0]["tokens"]}
 
 
 def main() -> None:
@@ -84,8 +108,10 @@ def main() -> None:
                         os.unlink(leftover)
             label = {"bpe": f"encode_file ({workers} worker{'s' if workers > 1 else ''})",
                      "encode": "encode_to_numpy (1 thread)",
-                     "gigatoken": "gigatoken (its threads)"}[engine]
-            print(f"{label:<27} {result['seconds']:>8.2f} {size_mb / result['seconds']:>7.1f} "
+                     "gigatoken": "gigatoken (its threads)",
+                     "twin": "2 x encode_file (1), at once"}[engine]
+            mb = 2 * size_mb if engine == "twin" else size_mb
+            print(f"{label:<27} {result['seconds']:>8.2f} {mb / result['seconds']:>7.1f} "
                   f"{result['peak_rss_mib']:>13.0f} {result['tokens']:>12}", flush=True)
             if args.json:
                 with open(args.json, "a") as f:
