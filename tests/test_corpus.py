@@ -189,3 +189,48 @@ def test_replaced_bytes_may_lengthen_a_chunk(tmp_path):
         summary = encode_file(tok, path, tmp_path / f"{workers}.bin", num_workers=workers,
                               errors="replace", chunk_size=4096)
         assert open_tokens(summary.output).tolist() == expected
+
+
+def test_ids_spilled_by_a_worker_that_cannot_wait_are_placed_in_order(tmp_path):
+    # Deterministic: chunk 1 is encoded before chunk 0, so its offset is unknown
+    # and its ids are set aside; the caller places them once chunk 0's count is in.
+    from bpe.chunking import plan_chunks
+    from bpe.corpus import UNKNOWN, ChunkEncoder, place_spilled, spill_path
+
+    tok = bpe.load("gpt2")
+    text = open(SHAKESPEARE, encoding="utf-8").read()[:30_000]
+    source = tmp_path / "in.txt"
+    source.write_text(text, encoding="utf-8")
+    chunks = plan_chunks([str(source)], 8192, [EOT], tok.pattern)
+    assert len(chunks) >= 3
+    out = str(tmp_path / "tokens.bin")
+    open(out, "wb").close()
+    counts = np.full(len(chunks), UNKNOWN, dtype=np.int64)
+    encoder = ChunkEncoder(tok._encoding(), out, counts, np.dtype(np.uint16), [EOT], "strict", None,
+                           spill_after=0.0)
+    try:
+        spilled = {k: encoder.encode(k, chunks[k])[-1] for k in [1, 0] + list(range(2, len(chunks)))}
+    finally:
+        encoder.close()
+    assert spilled == {k: k == 1 for k in range(len(chunks))}
+    assert os.path.exists(spill_path(out, 1))
+    fd = os.open(out, os.O_WRONLY)
+    try:
+        place_spilled(out, 1, fd, int(counts[0]) * 2)
+    finally:
+        os.close(fd)
+    assert not os.path.exists(spill_path(out, 1))
+    assert np.array_equal(np.fromfile(out, dtype=np.uint16), tok.encode_to_numpy(text))
+
+
+@pytest.mark.parametrize("name", ["gpt2", "cl100k_base"])
+def test_workers_that_never_wait_give_the_same_ids(corpus_dir, tmp_path, name):
+    # spill_after=0: a worker sets aside every chunk whose offset it does not find
+    # known at once, so many chunks go through the parent.
+    directory, texts = corpus_dir
+    tok = bpe.load(name)
+    out = tmp_path / "tokens.bin"
+    encode_file(tok, directory, out, num_workers=2, chunk_size=4096, spill_after=0.0)
+    expected = np.concatenate([tok.encode_to_numpy(text, dtype=np.uint32) for text in texts])
+    assert np.array_equal(open_tokens(out), expected)
+    assert [p for p in os.listdir(tmp_path) if p != "tokens.bin" and not p.startswith("tokens.bin.")] == []
