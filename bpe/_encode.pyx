@@ -28,7 +28,7 @@ from bpe._bytestable cimport (BytesTable, bytestable_add, bytestable_clear, byte
                               bytestable_free, bytestable_init)
 from bpe._pairmap cimport PairMap, pairmap_free, pairmap_get, pairmap_init, pairmap_set
 from bpe._pretok cimport check_pattern, next_pretoken
-from bpe._specials cimport Needles, needles_free, needles_init, needles_restart, next_special
+from bpe._specials cimport Needles, needles_free, needles_point_at, needles_restart, next_special
 from bpe._types cimport pack_pair
 from bpe._utf8 cimport utf8_bound, write_utf8
 
@@ -51,15 +51,24 @@ cdef struct Ids:
     bint borrowed        # the caller's buffer: never grown or freed here
 
 
+cdef inline int64_t doubled_capacity(int64_t capacity, int64_t smallest, int64_t needed) noexcept nogil:
+    """The capacity, doubling from ``capacity`` (or ``smallest``), that holds ``needed``:
+    buffers grown this way are copied O(1) times per element overall."""
+    if capacity <= 0:
+        capacity = smallest
+    while capacity < needed:
+        capacity *= 2
+    return capacity
+
+
 cdef inline int ids_reserve(Ids* ids, int64_t extra) noexcept nogil:
-    cdef int64_t capacity = ids.capacity if ids.capacity > 0 else 1024
+    cdef int64_t capacity
     cdef void* grown
     if ids.size + extra <= ids.capacity:
         return 0
     if ids.borrowed:
         return -1
-    while capacity < ids.size + extra:
-        capacity *= 2
+    capacity = doubled_capacity(ids.capacity, 1024, ids.size + extra)
     grown = realloc(ids.data, capacity * sizeof(uint32_t))
     if grown == NULL:
         return -1
@@ -75,11 +84,10 @@ cdef struct Bytes:
 
 cdef inline int bytes_reserve(Bytes* b, int64_t n) noexcept nogil:
     """Room for ``n`` bytes; what was there is not kept."""
-    cdef int64_t capacity = b.capacity if b.capacity > 0 else 4096
+    cdef int64_t capacity
     if n <= b.capacity:
         return 0
-    while capacity < n:
-        capacity *= 2
+    capacity = doubled_capacity(b.capacity, 4096, n)
     free(b.data)
     b.data = <uint8_t*>malloc(capacity)
     b.capacity = capacity if b.data != NULL else 0
@@ -126,11 +134,10 @@ cdef void scratch_free(Scratch* s) noexcept nogil:
 
 
 cdef int scratch_reserve(Scratch* s, int64_t n) noexcept nogil:
-    cdef int64_t capacity = s.work_capacity if s.work_capacity > 0 else 256
+    cdef int64_t capacity
     if n <= s.work_capacity:
         return 0
-    while capacity < n:
-        capacity *= 2
+    capacity = doubled_capacity(s.work_capacity, 256, n)
     free(s.part_token)
     free(s.part_next)
     free(s.part_prev)
@@ -434,7 +441,7 @@ cdef class Encoder:
         cdef Scratch* scratch = &session.scratch
         cdef Ids own_out = scratch.out
         cdef Needles found
-        cdef Py_ssize_t j, t
+        cdef Py_ssize_t t
         cdef int64_t bound = 0
         cdef int status
         if pattern != WHOLE_SEGMENT:
@@ -447,13 +454,8 @@ cdef class Encoder:
             raise ValueError(f"out holds {out.shape[0]} ids; these texts may need {bound}")
         id_offsets = np.empty(n_texts + 1, dtype=np.int64)
         cdef int64_t[::1] id_view = id_offsets
-        if needles_init(&found, len(needles)) < 0:
-            needles_free(&found)
-            raise MemoryError()
+        needles_point_at(&found, needles)
         try:
-            for j in range(found.count):
-                found.data[j] = <const uint8_t*><bytes>needles[j]
-                found.lengths[j] = len(<bytes>needles[j])
             if out is not None:
                 # Any id covers at least one byte (empty special tokens never match),
                 # so ``bound`` ids always fit and the buffer is never grown.

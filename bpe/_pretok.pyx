@@ -34,7 +34,7 @@ from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy
 
 from bpe._bytestable cimport BytesTable, bytestable_add, bytestable_free, bytestable_init
-from bpe._specials cimport Needles, needles_free, needles_init, needles_restart, next_special
+from bpe._specials cimport Needles, needles_free, needles_point_at, needles_restart, next_special
 
 import numpy as np
 
@@ -466,13 +466,8 @@ def find_special_spans(const uint8_t[::1] data, needles):
     cdef int64_t* spans = NULL          # start, end, index: three per span
     cdef int64_t* grown
     cdef bint failed = False
-    if needles_init(&found, len(held)) < 0:
-        needles_free(&found)
-        raise MemoryError()
+    needles_point_at(&found, held)
     try:
-        for j in range(found.count):
-            found.data[j] = <const uint8_t*><bytes>held[j]
-            found.lengths[j] = len(<bytes>held[j])
         with nogil:
             needles_restart(&found)
             spans = <int64_t*>malloc(3 * capacity * sizeof(int64_t))

@@ -31,6 +31,22 @@ cdef inline int needles_init(Needles* needles, Py_ssize_t count) noexcept nogil:
     return 0
 
 
+cdef inline int needles_point_at(Needles* needles, tuple tokens) except -1:
+    """Set up ``needles`` for ``tokens`` (bytes, kept alive by the caller). On
+    success, free them with ``needles_free``; on an error nothing is held."""
+    cdef Py_ssize_t j
+    for token in tokens:
+        if not isinstance(token, bytes):
+            raise TypeError(f"special tokens are searched as bytes, not {type(token).__name__}")
+    if needles_init(needles, len(tokens)) < 0:
+        needles_free(needles)
+        raise MemoryError()
+    for j in range(needles.count):
+        needles.data[j] = <const uint8_t*><bytes>tokens[j]
+        needles.lengths[j] = len(<bytes>tokens[j])
+    return 0
+
+
 cdef inline void needles_free(Needles* needles) noexcept nogil:
     free(needles.data)
     free(needles.lengths)
