@@ -250,6 +250,20 @@ def test_the_kernel_reads_any_str_as_utf8_with_surrogates_replaced(texts):
         assert bytes(tok.encode_to_numpy(text, dtype=np.uint8)) == utf8(text)
 
 
+def test_str_subclasses_and_non_str_inputs():
+    # A str subclass keeps its characters apart from the object (not "compact"):
+    # the kernel must read them there too.
+    class Text(str):
+        pass
+
+    tok = bpe.load("gpt2")
+    for text in ["hello world", "café 日本 😀", "a\ud800b", ""]:
+        assert tok.encode(Text(text)) == tok.encode(text)
+        assert tok.encode_batch([Text(text), text], num_threads=1) == [tok.encode(text)] * 2
+    with pytest.raises(TypeError, match="text 1 is bytes, not str"):
+        tok.encode_batch(["ok", b"bytes"], num_threads=1)
+
+
 def expected_with_specials(text: str, specials: list[str]) -> list[int]:
     """The ids under ``byte_tokenizer(specials)``, from ``split_special`` (a regex)."""
     from bpe.patterns import split_special
