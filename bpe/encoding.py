@@ -94,33 +94,23 @@ class Encoding:
         special tokens recognised; written into ``out`` (uint32, at least
         ``len(data)`` long: see ``Encoder.encode_texts``) when given, and then a
         view of it."""
-        return self.encode_many_utf8([data], allowed, out)[0]
-
-    def encode_many_utf8(self, texts: Sequence, allowed: Sequence[str],
-                         out: Optional[np.ndarray] = None) -> tuple[np.ndarray, np.ndarray]:
-        """``(ids, id_offsets)`` for valid UTF-8 texts (bytes-like), encoded in one
-        GIL-free kernel call; the ids of text t are ``ids[id_offsets[t]:id_offsets[t + 1]]``.
-        With ``out``, the ids are written there (see ``Encoder.encode_texts``)."""
         if self._native is None and self.pattern is not None:
-            return self._encode_many_with_regex([bytes(text).decode("utf-8") for text in texts],
-                                                allowed, out)
-        if len(texts) == 1:      # the common single-text call: skip the join
-            joined = texts[0]
-            text_offsets = np.array([0, len(joined)], dtype=np.int64)
-        else:
-            joined = b"".join(texts)
-            text_offsets = np.zeros(len(texts) + 1, dtype=np.int64)
-            np.cumsum([len(text) for text in texts], out=text_offsets[1:])
+            return self._encode_many_with_regex([bytes(data).decode("utf-8")], allowed, out)[0]
+        data = np.frombuffer(data, dtype=np.uint8)
         with self._session() as session:
-            return self._kernel.encode_texts(session, np.frombuffer(joined, dtype=np.uint8), text_offsets,
-                                             self._pattern_id(), *self._needles(allowed), out)
+            return self._kernel.encode_texts(session, data, np.array([0, len(data)], dtype=np.int64),
+                                             self._pattern_id(), *self._needles(allowed), out)[0]
 
     def encode_strs(self, texts: Sequence[str], allowed: Sequence[str],
                     out: Optional[np.ndarray] = None) -> tuple[np.ndarray, np.ndarray]:
-        """As ``encode_many_utf8``, for str: converted to UTF-8 inside the GIL-free
-        call (lone surrogates become U+FFFD)."""
+        """``(ids, id_offsets)`` for str texts, converted to UTF-8 and encoded in one
+        GIL-free kernel call (lone surrogates become U+FFFD); the ids of text t are
+        ``ids[id_offsets[t]:id_offsets[t + 1]]``. With ``out``, the ids are written
+        there (see ``Encoder.encode_strs``)."""
         if self._native is None and self.pattern is not None:
-            return self.encode_many_utf8([utf8(text) for text in texts], allowed, out)
+            # utf8 replaces lone surrogates, which the regex path could not encode.
+            return self._encode_many_with_regex([utf8(text).decode("utf-8") for text in texts],
+                                                allowed, out)
         with self._session() as session:
             return self._kernel.encode_strs(session, texts, self._pattern_id(), *self._needles(allowed), out)
 
