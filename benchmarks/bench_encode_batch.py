@@ -53,7 +53,7 @@ def main() -> None:
         tok = bpe.load(name)
         assert tok.encode_batch(documents, num_threads=2) == tok.encode_batch(documents, num_threads=1)
         encoding, allowed = tok._encoding(), sorted(tok.special_tokens)
-        batches = [[documents[i] for i in batch] for batch in _batches(documents)]
+        batches = _batches(documents)
         runs = {"batch": lambda threads: tok.encode_batch(documents, num_threads=threads),
                 "kernel": lambda threads: kernel_only(encoding, allowed, batches, threads)}
         best = {(run, threads): float("inf") for run in runs for threads in (1, 2)}

@@ -17,11 +17,11 @@ Pair = tuple[bytes, bytes]
 BATCH_BYTES = 1 << 18
 
 
-def _batches(texts: Sequence[str]) -> list[list[int]]:
-    """The indices of ``texts`` in consecutive groups of about ``BATCH_BYTES`` characters."""
+def _batches(texts: Sequence[str]) -> list[list[str]]:
+    """``texts`` in consecutive groups of about ``BATCH_BYTES`` characters."""
     batches, size, current = [], 0, []
-    for index, text in enumerate(texts):
-        current.append(index)
+    for text in texts:
+        current.append(text)
         size += len(text)
         if size >= BATCH_BYTES:
             batches.append(current)
@@ -224,19 +224,17 @@ class Tokenizer:
         to build its lists, so one thread's kernel time overlaps the other's list
         building (text-by-text calls made the threads queue for the GIL).
         """
-        texts = list(texts)
         batches = _batches(texts)
         encoding = self._encoding()
         allowed, disallowed = self._special_policy(allowed_special, disallowed_special)
 
-        def encode(batch: list[int]) -> list[list[int]]:
-            batch_texts = [texts[index] for index in batch]
+        def encode(batch: list[str]) -> list[list[int]]:
             if disallowed:
-                for text in batch_texts:
+                for text in batch:
                     self._refuse_disallowed(disallowed, text)
             from bpe._encode import ids_to_lists
 
-            ids, offsets = encoding.encode_strs(batch_texts, allowed)
+            ids, offsets = encoding.encode_strs(batch, allowed)
             return ids_to_lists(ids, offsets, self._id_objects)
 
         num_threads = max(1, min(num_threads or os.cpu_count() or 1, len(batches) or 1))
