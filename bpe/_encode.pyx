@@ -531,6 +531,7 @@ cdef class Encoder:
         cdef Py_ssize_t n_texts = len(held)
         cdef Py_ssize_t t
         cdef int64_t transcoded = 0
+        cdef int reserved
         cdef uint8_t* write_at
         cdef const void** sources = NULL
         cdef Py_ssize_t* n_points = NULL
@@ -558,7 +559,8 @@ cdef class Encoder:
                 for t in range(n_texts):
                     if kinds[t] != 0:
                         transcoded += utf8_bound(kinds[t], n_points[t])
-                if bytes_reserve(&scratch.text, transcoded) == 0:
+                reserved = bytes_reserve(&scratch.text, transcoded)
+                if reserved == 0:
                     write_at = scratch.text.data
                     for t in range(n_texts):
                         if kinds[t] == 0:
@@ -568,7 +570,7 @@ cdef class Encoder:
                             starts[t] = write_at
                             write_at = write_utf8(kinds[t], sources[t], n_points[t], write_at)
                             lengths[t] = write_at - starts[t]
-            if scratch.text.capacity < transcoded:
+            if reserved < 0:
                 raise MemoryError()
             return self._encode_prepared(session, n_texts, starts, lengths, pattern, tuple(needles),
                                          needle_ids, out)
