@@ -145,20 +145,15 @@ def special_spans(text, special_tokens) -> list[tuple[int, int, int]]:
         from bpe._pretok import find_special_spans
 
         return find_special_spans(text, special_tokens)
-    positions, owners = [], []
+    # Every occurrence (overlaps included), then the matches a left-to-right scan
+    # makes: the leftmost first, the longest at one position, none overlapping a kept one.
+    found = []
     for index, token in enumerate(special_tokens):
         position = text.find(token)
         while position >= 0:
-            positions.append(position)
-            owners.append(index)
+            found.append((position, -len(token), index))
             position = text.find(token, position + 1)
-    return leftmost_longest(positions, owners, special_tokens)
-
-
-def leftmost_longest(positions, owners, special_tokens) -> list[tuple[int, int, int]]:
-    """From every occurrence (overlaps included), the matches a left-to-right scan makes:
-    the leftmost first, the longest at one position, none overlapping a kept one."""
-    found = sorted(zip(positions, [-len(special_tokens[i]) for i in owners], owners))
+    found.sort()
     spans = []
     end = 0
     for start, negative_length, index in found:
