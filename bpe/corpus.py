@@ -207,7 +207,7 @@ class ChunkEncoder:
             with open(spill_path(self.output_path, index), "wb") as spill:
                 spill.write(memoryview(ids).cast("B"))
         else:
-            self._write(ids, offset * self.dtype.itemsize)
+            _pwrite_all(self.fd, memoryview(ids).cast("B"), offset * self.dtype.itemsize)
         if self.separator_id is None:
             return index, n_tokens, np.empty(0, dtype=np.uint64), digest, spilled
         is_separator = np.equal(ids, self.separator_id, out=self.is_separator[:n_tokens])
@@ -236,11 +236,12 @@ class ChunkEncoder:
             time.sleep(POLL_SECONDS)
         return self.known_tokens
 
-    def _write(self, ids: np.ndarray, offset: int) -> None:
-        view = memoryview(ids).cast("B")
-        while len(view):
-            written = os.pwrite(self.fd, view, offset)
-            view, offset = view[written:], offset + written
+
+def _pwrite_all(fd: int, view: memoryview, offset: int) -> None:
+    """Write all of ``view`` at byte ``offset`` (pwrite may write less than asked)."""
+    while len(view):
+        written = os.pwrite(fd, view, offset)
+        view, offset = view[written:], offset + written
 
 
 def spill_path(output_path: str, index: int) -> str:
@@ -262,9 +263,7 @@ def place_spilled(output_path: str, index: int, fd: int, offset: int) -> None:
                     raise CorpusEncodeError(f"{path}: ended after {done} of {size} bytes")
                 done += copied
         except (AttributeError, OSError):      # no copy_file_range here: through a buffer
-            view = memoryview(spill.read())
-            while done < size:
-                done += os.pwrite(fd, view[done:], offset + done)
+            _pwrite_all(fd, memoryview(spill.read())[done:], offset + done)
     os.unlink(path)
 
 
