@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -39,6 +40,13 @@ def read_sample(corpus: str, mb: float) -> tuple[str, list[str], float]:
     with open(corpus, encoding="utf-8") as f:
         text = f.read(int(mb * 1e6))
     return text, text.split("<|endoftext|>"), len(text.encode("utf-8")) / 1e6
+
+
+def remove_token_array(path: str) -> None:
+    """Delete what encode_file wrote at ``path``: the array and its two sidecars."""
+    for written in (path, path + ".json", path + ".docs.npy"):
+        if os.path.exists(written):
+            os.unlink(written)
 
 
 def best_of(function, repeats: int = 3) -> float:

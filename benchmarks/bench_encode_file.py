@@ -22,7 +22,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _measure import run_measured  # noqa: E402
+from _measure import remove_token_array, run_measured  # noqa: E402
 
 
 def run_one(engine: str, corpus: str, tokenizer: str, workers: int, output: str) -> dict:
@@ -60,8 +60,7 @@ def run_twins(corpus: str, tokenizer: str, output: str) -> dict:
                               stdout=subprocess.PIPE, text=True) for k in range(2)]
     results = [json.loads(twin.communicate()[0].splitlines()[-1]) for twin in twins]
     for k in range(2):
-        for leftover in (f"{output}.{k}", f"{output}.{k}.json", f"{output}.{k}.docs.npy"):
-            os.unlink(leftover)
+        remove_token_array(f"{output}.{k}")
     assert results[0]["tokens"] == results[1]["tokens"]
     return {"seconds": max(result["seconds"] for result in results), "tokens": results[0]["tokens"]}
 
@@ -103,9 +102,7 @@ def main() -> None:
                 print(f"{engine:<27} failed: {e}")
                 continue
             finally:
-                for leftover in (output, output + ".json", output + ".docs.npy"):
-                    if os.path.exists(leftover):
-                        os.unlink(leftover)
+                remove_token_array(output)
             label = {"bpe": f"encode_file ({workers} worker{'s' if workers > 1 else ''})",
                      "encode": "encode_to_numpy (1 thread)",
                      "gigatoken": "gigatoken (its threads)",

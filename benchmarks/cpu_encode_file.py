@@ -11,10 +11,14 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import sys
 import tempfile
 import time
 
 import bpe
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _measure import remove_token_array  # noqa: E402
 
 
 def main() -> None:
@@ -41,8 +45,7 @@ def main() -> None:
             cpu = self_user + self_sys + child_user + child_sys
             print(f"{workers:>7} {wall:>7.2f} {cpu:>6.2f} {child_user:>13.2f} {child_sys:>12.2f} "
                   f"{self_user:>12.2f} {self_sys:>11.2f}", flush=True)
-            for path in (output, output + ".json", output + ".docs.npy"):
-                os.unlink(path)
+            remove_token_array(output)
 
 
 if __name__ == "__main__":
