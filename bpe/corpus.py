@@ -495,8 +495,9 @@ class _Workers:
         # are collected in order.
         window = 2 * self.n_processes
         pending = collections.deque()
+        broken = False
         while True:
-            while len(pending) < window:
+            while len(pending) < window and not broken:
                 index, chunk = next(numbered, (None, None))
                 if chunk is None:
                     break
@@ -504,10 +505,14 @@ class _Workers:
                 try:
                     pending.append((chunk, self.pool.submit(_encode_chunk, index, chunk)))
                 except BrokenProcessPool:
-                    raise CorpusEncodeError(
-                        f"a worker process died before encoding {chunk.path} (bytes {chunk.start}-"
-                        f"{chunk.end}; its error, if any, is printed above); no output was written"
-                    ) from None
+                    if not pending:    # no chunk in flight: e.g. workers that could not start
+                        raise CorpusEncodeError(
+                            f"a worker process died before encoding {chunk.path} (bytes {chunk.start}-"
+                            f"{chunk.end}; its error, if any, is printed above); no output was written"
+                        ) from None
+                    # A worker died with chunks in flight: the earliest of them reports it below,
+                    # whether the pool noticed before this submit or only at that result.
+                    broken = True
             if not pending:
                 return
             chunk, future = pending.popleft()
