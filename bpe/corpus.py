@@ -280,18 +280,19 @@ def _find_malloc_trim():
 _worker: Optional[ChunkEncoder] = None
 
 
-def _init_worker(state_path: str, state_written, *args) -> None:
+def _init_worker(state_path: str, state_ready, *args) -> None:
     """Set up a worker process: the parent's Unicode tables and Encoding, read from
     ``state_path`` once the parent has written it (not sent through the spawn
     pipe, which would hold the parent until the child had imported everything),
-    and its ChunkEncoder."""
+    and its ChunkEncoder. ``state_ready`` is a semaphore the parent releases once
+    per worker when the file is written, or when the run stops without it."""
     global _worker
     from bpe import unicode
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-    state_written.wait()
+    state_ready.acquire()
     if not os.path.exists(state_path):
         return          # the run stopped before the parent wrote it: no chunk will come
     with open(state_path, "rb") as f:
@@ -446,14 +447,16 @@ class _Workers:
         self.counts = context.RawArray("q", self.max_chunks)
         np.frombuffer(self.counts, dtype=np.int64)[:] = UNKNOWN
         self.state_path = os.path.join(self.work, "encoding.pickle")
-        self.state_written = context.Event()
+        # A semaphore, not an Event: Event.set waits for every waiter to wake, and
+        # hangs for good when a waiting worker has been killed.
+        self.state_ready = context.Semaphore(0)
         try:
             # Spawned, not forked: a worker holds only the Encoding's flat arrays,
             # not a copy of everything the parent process has in memory.
             with _starting_workers():
                 self.pool = ProcessPoolExecutor(
                     self.n_processes, mp_context=context, initializer=_init_worker,
-                    initargs=(self.state_path, self.state_written, self.settings[0], self.counts,
+                    initargs=(self.state_path, self.state_ready, self.settings[0], self.counts,
                               *self.settings[1:]))
                 for _ in range(self.n_processes):    # the pool starts a process per task submitted
                     self.pool.submit(_ready)
@@ -473,12 +476,18 @@ class _Workers:
             pickle.dump(unicode.tables(), f, protocol=pickle.HIGHEST_PROTOCOL)
             pickle.dump(encoding, f, protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(self.state_path + ".tmp", self.state_path)
-        self.state_written.set()
+        self._release_workers()
+
+    def _release_workers(self) -> None:
+        """Let every worker past its wait for the state (a release never blocks;
+        spare ones, if this runs twice, are never taken)."""
+        for _ in range(self.n_processes):
+            self.state_ready.release()
 
     def __exit__(self, *exc_info) -> None:
         if self.pool is not None:
             # Workers still waiting for the state find no file and stop, rather than wait forever.
-            self.state_written.set()
+            self._release_workers()
             self.pool.shutdown(wait=True, cancel_futures=True)
         elif self.local is not None:
             self.local.close()

@@ -146,22 +146,45 @@ def test_interrupted_run_leaves_no_output(tmp_path, delay):
     assert os.listdir(out.parent) == []
 
 
+def pool_workers(process, psutil) -> list:
+    """The pool's worker processes under ``process``, once they run: they run
+    spawn_main (not the resource tracker, nor a child not yet exec'ed)."""
+    deadline = time.time() + 60
+    while True:
+        assert time.time() < deadline and process.poll() is None, process.communicate()
+        workers = [p for p in psutil.Process(process.pid).children(recursive=True)
+                   if "spawn_main" in " ".join(p.cmdline())]
+        if workers:
+            return workers
+        time.sleep(0.01)
+
+
 def test_killed_worker_is_reported_and_leaves_no_output(tmp_path):
     psutil = pytest.importorskip("psutil")
     process, big, out = start_encoding(tmp_path, 100, "gpt2")              # 112 MB: still running when killed
+    workers = pool_workers(process, psutil)
+    # Kill a worker once chunks are being written, however slowly the machine starts them.
     deadline = time.time() + 60
-    workers = []
-    while not workers:
+    while not any(os.path.getsize(tokens) for tokens in out.parent.glob(".bpe-encode-*/tokens.bin")):
         assert time.time() < deadline and process.poll() is None, process.communicate()
-        # Pool workers run spawn_main; not the resource tracker, nor a child not yet exec'ed.
-        workers = [p for p in psutil.Process(process.pid).children(recursive=True)
-                   if "spawn_main" in " ".join(p.cmdline())]
-        time.sleep(0.05)
-    time.sleep(0.5)
+        time.sleep(0.01)
     workers[0].kill()
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == 2, stderr
     assert "a worker process died while encoding" in stderr and str(big) in stderr
+    assert "Traceback" not in stderr
+    assert os.listdir(out.parent) == []
+
+
+def test_worker_killed_while_the_pool_starts_is_reported_without_hanging(tmp_path):
+    # A worker killed while it waits for the Encoding: the parent used to hang for
+    # good signalling it (multiprocessing's Event.set waits for every waiter).
+    psutil = pytest.importorskip("psutil")
+    process, big, out = start_encoding(tmp_path, 20, "gpt2")
+    pool_workers(process, psutil)[0].kill()
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 2, stderr
+    assert "a worker process died" in stderr and str(big) in stderr
     assert "Traceback" not in stderr
     assert os.listdir(out.parent) == []
 
