@@ -459,11 +459,23 @@ class _Workers:
                     initargs=(self.state_path, self.state_ready, self.settings[0], self.counts,
                               *self.settings[1:]))
                 for _ in range(self.n_processes):    # the pool starts a process per task submitted
-                    self.pool.submit(_ready)
+                    try:
+                        self._submit(_ready)
+                    except BrokenProcessPool:
+                        break    # reported, naming the input, when the first chunk is submitted
         except BaseException:    # Ctrl-C is delivered as _starting_workers unblocks it
-            self.__exit__()
+            self.__exit__(BaseException)
             raise
         return self
+
+    def _submit(self, function, *args):
+        """``pool.submit``. A pool that breaks while it starts a worker can fail a
+        submit with ValueError ("handle is closed": CPython 3.11 closes its wake-up
+        pipe under it) rather than BrokenProcessPool; both mean the same here."""
+        try:
+            return self.pool.submit(function, *args)
+        except ValueError as e:
+            raise BrokenProcessPool(f"the process pool broke: {e}") from e
 
     def load(self, encoding) -> None:
         """Hand the workers the Encoding and the Unicode tables, through a file."""
@@ -484,10 +496,19 @@ class _Workers:
         for _ in range(self.n_processes):
             self.state_ready.release()
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, exc_type=None, *exc_rest) -> None:
         if self.pool is not None:
             # Workers still waiting for the state find no file and stop, rather than wait forever.
             self._release_workers()
+            if exc_type is not None:
+                # The run failed: what the workers are encoding is discarded. Stop them
+                # rather than wait: a pool that broke while it was starting a worker
+                # (one killed at start-up) may never stop that worker itself, and
+                # shutdown would wait for it forever (CPython 3.11 terminates only the
+                # workers it knew of when it broke). ``_processes`` is the pool's own
+                # record of its workers; 3.14 adds ``terminate_workers`` for this.
+                for process in list(getattr(self.pool, "_processes", {}).values()):
+                    process.terminate()
             self.pool.shutdown(wait=True, cancel_futures=True)
         elif self.local is not None:
             self.local.close()
@@ -512,7 +533,7 @@ class _Workers:
                     break
                 self._check_room(index)
                 try:
-                    pending.append((chunk, self.pool.submit(_encode_chunk, index, chunk)))
+                    pending.append((chunk, self._submit(_encode_chunk, index, chunk)))
                 except BrokenProcessPool:
                     if not pending:    # no chunk in flight: e.g. workers that could not start
                         raise CorpusEncodeError(

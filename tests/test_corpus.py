@@ -128,7 +128,7 @@ def start_encoding(tmp_path, copies: int, tokenizer: str):
                                start_new_session=True)
     deadline = time.time() + 60
     while not any(name.startswith(".bpe-encode-") for name in os.listdir(out.parent)):
-        assert time.time() < deadline and process.poll() is None, process.communicate()
+        assert time.time() < deadline and process.poll() is None, process.communicate(timeout=60)
         time.sleep(0.01)
     return process, big, out
 
@@ -151,7 +151,7 @@ def pool_workers(process, psutil) -> list:
     spawn_main (not the resource tracker, nor a child not yet exec'ed)."""
     deadline = time.time() + 60
     while True:
-        assert time.time() < deadline and process.poll() is None, process.communicate()
+        assert time.time() < deadline and process.poll() is None, process.communicate(timeout=60)
         workers = [p for p in psutil.Process(process.pid).children(recursive=True)
                    if "spawn_main" in " ".join(p.cmdline())]
         if workers:
@@ -166,7 +166,7 @@ def test_killed_worker_is_reported_and_leaves_no_output(tmp_path):
     # Kill a worker once chunks are being written, however slowly the machine starts them.
     deadline = time.time() + 60
     while not any(os.path.getsize(tokens) for tokens in out.parent.glob(".bpe-encode-*/tokens.bin")):
-        assert time.time() < deadline and process.poll() is None, process.communicate()
+        assert time.time() < deadline and process.poll() is None, process.communicate(timeout=60)
         time.sleep(0.01)
     workers[0].kill()
     _, stderr = process.communicate(timeout=60)
