@@ -89,6 +89,12 @@ class Encoding:
             with self._lock:
                 self._idle_sessions.append(session)
 
+    def clear_cache(self) -> None:
+        """Drop the pooled sessions: their pre-token caches and scratch buffers.
+        A call in progress keeps its own session, which it returns afterwards."""
+        with self._lock:
+            self._idle_sessions.clear()
+
     def encode_utf8(self, data, allowed: Sequence[str], out: Optional[np.ndarray] = None) -> np.ndarray:
         """The ids (uint32) of valid UTF-8 ``data`` (bytes-like), the ``allowed``
         special tokens recognised; written into ``out`` (uint32, at least

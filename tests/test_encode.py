@@ -190,6 +190,28 @@ def test_encode_iterable_memory_is_bounded(tmp_path):
         assert n_tokens == len(tok.encode_to_numpy(f.read()))
 
 
+def test_clear_cache_makes_the_next_call_start_cold():
+    # Pre-tokens stay cached across calls; after clear_cache a call sees only its own.
+    shakespeare = open(SHAKESPEARE, encoding="utf-8").read()
+    first, second = shakespeare[:30_000], shakespeare[-30_000:]
+
+    def cached_after(tok, text):
+        ids = tok.encode(text)
+        return ids, sum(session.cached_pieces for session in tok._encoding()._idle_sessions)
+
+    def fresh():   # bpe.load shares one instance; a pickled copy builds its own Encoding
+        return pickle.loads(pickle.dumps(bpe.load("gpt2")))
+
+    fresh_ids, fresh_cached = cached_after(fresh(), second)
+    tok = fresh()
+    _, first_cached = cached_after(tok, first)
+    _, both_cached = cached_after(tok, second)
+    assert both_cached > max(first_cached, fresh_cached)      # the cache outlived the first call
+    tok.clear_cache()
+    assert cached_after(tok, second) == (fresh_ids, fresh_cached)
+    fresh().clear_cache()                                      # before any encoding: nothing to drop
+
+
 _regex_twins = {}
 
 
