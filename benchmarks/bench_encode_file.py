@@ -15,8 +15,10 @@ Its MB/s counts both corpora.
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -71,6 +73,9 @@ def main() -> None:
     parser.add_argument("--tokenizer", default="gpt2")
     parser.add_argument("--engines", default="encode:1,bpe:1,bpe:2,gigatoken:2",
                         help="ENGINE:WORKERS pairs, comma-separated")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="run the engine list this many times, then summarise each engine's "
+                             "best and median, and the scaling of bpe:2 against bpe:1")
     parser.add_argument("--json", help="append results to this JSON-lines file")
     parser.add_argument("--warm-cache", action="store_true",
                         help="read the corpus just before each run, so that no run reads from disk")
@@ -84,8 +89,9 @@ def main() -> None:
     size_mb = os.path.getsize(args.corpus) / 1e6
     print(f"corpus {os.path.basename(args.corpus)} ({size_mb:.0f} MB), tokenizer {args.tokenizer}")
     print(f"{'engine':<27} {'seconds':>8} {'MB/s':>7} {'peak RSS MiB':>13} {'tokens':>12}")
+    seconds = collections.defaultdict(list)      # per ENGINE:WORKERS, in run order
     with tempfile.TemporaryDirectory() as work:
-        for item in args.engines.split(","):
+        for item in args.engines.split(",") * args.rounds:
             engine, workers = item.split(":")[0], int(item.split(":")[1])
             # A fresh output path per run: replacing an earlier 1 GB array would time
             # the file system freeing it.
@@ -108,6 +114,7 @@ def main() -> None:
                      "gigatoken": "gigatoken (its threads)",
                      "twin": "2 x encode_file (1), at once"}[engine]
             mb = 2 * size_mb if engine == "twin" else size_mb
+            seconds[item].append(result["seconds"])
             print(f"{label:<27} {result['seconds']:>8.2f} {mb / result['seconds']:>7.1f} "
                   f"{result['peak_rss_mib']:>13.0f} {result['tokens']:>12}", flush=True)
             if args.json:
@@ -115,6 +122,29 @@ def main() -> None:
                     f.write(json.dumps({"engine": engine, "workers": workers,
                                         "corpus": os.path.basename(args.corpus),
                                         "tokenizer": args.tokenizer, **result}) + "\n")
+    if args.rounds > 1:
+        summarise(seconds, size_mb)
+
+
+def summarise(seconds: dict, size_mb: float) -> None:
+    """Each engine's best and median over the rounds, and how 2 workers scale
+    against 1: the ratio of the bests, of the medians, and of each round's pair
+    (runs in the same round are minutes apart, so they share the VM's mood);
+    the twin control's figures are its combined throughput over 1 worker's."""
+    print(f"\n{'engine':<14} {'runs':>4} {'best s':>7} {'median s':>9} {'best MB/s':>10}")
+    for item, times in seconds.items():
+        print(f"{item:<14} {len(times):>4} {min(times):>7.2f} {statistics.median(times):>9.2f} "
+              f"{size_mb / min(times):>10.1f}")
+    one = seconds.get("bpe:1")
+    for item, factor in (("bpe:2", 1), ("twin:1", 2)):
+        other = seconds.get(item)
+        if not one or not other:
+            continue
+        pairs = [factor * a / b for a, b in zip(one, other)]
+        print(f"{item} against bpe:1: best {factor * min(one) / min(other):.2f}x, median "
+              f"{factor * statistics.median(one) / statistics.median(other):.2f}x, per round "
+              + " ".join(f"{ratio:.2f}" for ratio in pairs)
+              + f" (median {statistics.median(pairs):.2f}x)")
 
 
 if __name__ == "__main__":

@@ -303,8 +303,9 @@ class Tokenizer:
         sorted). Beside ``output`` go ``output.json`` (dtype, counts, n_vocab,
         fingerprints) and ``output.docs.npy`` (uint64 token offsets where
         documents start). The ids equal ``encode`` of each file's text for any
-        ``num_workers``; nothing is left at ``output`` unless the run completes.
-        Returns an ``EncodeSummary``. See ``bpe.corpus``.
+        ``num_workers`` (None: one process per 32 MiB of input, up to the cores);
+        nothing is left at ``output`` unless the run completes. Returns an
+        ``EncodeSummary``. See ``bpe.corpus``.
         """
         from bpe.corpus import encode_file
 

@@ -45,9 +45,29 @@ def test_ids_equal_encode_for_any_workers(corpus_dir, tmp_path, name, num_worker
     assert np.array_equal(tokens, expected)
     assert np.array_equal(np.memmap(out, dtype=tokens.dtype, mode="r"), expected)
     assert summary.tokens_out == len(expected) and summary.bytes_in == sum(len(t.encode()) for t in texts)
+    assert summary.workers == num_workers
     metadata = read_metadata(out)
     assert metadata["n_tokens"] == len(expected) and metadata["n_vocab"] == tok.n_vocab
     assert metadata["document_separator"] == EOT
+
+
+def test_default_workers_follow_the_input_size(corpus_dir, tmp_path, monkeypatch):
+    # num_workers=None: one worker per BYTES_PER_WORKER of input, up to the cores;
+    # a number given is used as given.
+    from bpe import corpus
+    from bpe.pretokens import resolve_workers
+
+    directory, texts = corpus_dir
+    tok = bpe.load("gpt2")
+    expected = np.concatenate([tok.encode_to_numpy(text) for text in texts])
+    small = encode_file(tok, directory, tmp_path / "small.bin", chunk_size=4096)
+    assert small.workers == 1 and np.array_equal(open_tokens(small.output), expected)
+    assert encode_file(tok, directory, tmp_path / "two.bin", num_workers=2, chunk_size=4096).workers == 2
+    total = sum(len(text.encode()) for text in texts)
+    monkeypatch.setattr(corpus, "BYTES_PER_WORKER", total // 2)
+    scaled = encode_file(tok, directory, tmp_path / "scaled.bin", chunk_size=4096)
+    assert scaled.workers == min(resolve_workers(None), 2)
+    assert np.array_equal(open_tokens(scaled.output), expected)
 
 
 def test_document_index_points_at_document_starts(corpus_dir, tmp_path):
