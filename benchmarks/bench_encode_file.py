@@ -133,8 +133,9 @@ def summarise(seconds: dict, size_mb: float) -> None:
     the twin control's figures are its combined throughput over 1 worker's."""
     print(f"\n{'engine':<14} {'runs':>4} {'best s':>7} {'median s':>9} {'best MB/s':>10}")
     for item, times in seconds.items():
+        mb = 2 * size_mb if item.startswith("twin") else size_mb    # twins encode the corpus twice
         print(f"{item:<14} {len(times):>4} {min(times):>7.2f} {statistics.median(times):>9.2f} "
-              f"{size_mb / min(times):>10.1f}")
+              f"{mb / min(times):>10.1f}")
     one = seconds.get("bpe:1")
     for item, factor in (("bpe:2", 1), ("twin:1", 2)):
         other = seconds.get(item)
