@@ -617,6 +617,53 @@ cdef class Encoder:
             free(out.data)
             scratch_free(&scratch)
 
+    def split_ranked(self, const uint8_t[::1] data, const int64_t[::1] offsets):
+        """``split`` for a whole vocabulary in one call without the GIL: token k is
+        ``data[offsets[k]:offsets[k + 1]]`` (at least 2 bytes), split with
+        ``max_rank=k``. Returns ``(parts, n_parts)``: ``parts[k]`` holds the first two
+        parts (-1 where there are fewer), ``n_parts[k]`` how many there were.
+        Per-token calls took 0.4 s for o200k's 200 000 tokens.
+        """
+        cdef Py_ssize_t n = offsets.shape[0] - 1 if offsets.shape[0] > 0 else 0
+        parts = np.full((n, 2), -1, dtype=np.int64)
+        n_parts = np.zeros(n, dtype=np.int64)
+        cdef int64_t[:, ::1] part_view = parts
+        cdef int64_t[::1] count_view = n_parts
+        cdef Py_ssize_t k
+        cdef int64_t length
+        cdef int failed = 0
+        cdef Scratch scratch
+        cdef Ids out
+        for k in range(n):
+            if offsets[k + 1] - offsets[k] < 2:
+                raise ValueError(f"token {k} has {offsets[k + 1] - offsets[k]} bytes: nothing to split")
+        if offsets.shape[0] > 0 and offsets[n] > data.shape[0]:
+            raise ValueError(f"offsets end at {offsets[n]}, past the {data.shape[0]} bytes of data")
+        out.data = NULL
+        out.size = out.capacity = 0
+        out.borrowed = False
+        if scratch_init(&scratch) < 0:
+            scratch_free(&scratch)
+            raise MemoryError()
+        try:
+            with nogil:
+                for k in range(n):
+                    length = offsets[k + 1] - offsets[k]
+                    out.size = 0
+                    if self._merge(&scratch, &data[offsets[k]], length, <int32_t>k, &out) < 0:
+                        failed = 1
+                        break
+                    count_view[k] = out.size
+                    part_view[k, 0] = out.data[0]
+                    if out.size > 1:
+                        part_view[k, 1] = out.data[1]
+            if failed:
+                raise MemoryError()
+            return parts, n_parts
+        finally:
+            free(out.data)
+            scratch_free(&scratch)
+
 
 cdef object ids_to_array(const Ids* ids):
     """A uint32 numpy array holding a copy of ``ids`` (copied without the GIL: a

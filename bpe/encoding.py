@@ -69,6 +69,14 @@ class Encoding:
         """The parts of ``token`` when only merges of rank < ``max_rank`` apply."""
         return self._kernel.split(token, max_rank)
 
+    def split_ranked(self, tokens: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray]:
+        """``split(tokens[k], k)`` for every k (each token at least 2 bytes), in one
+        kernel call: ``(parts, n_parts)``, the first two parts of each (-1 where
+        there are fewer) and how many there were."""
+        offsets = np.zeros(len(tokens) + 1, dtype=np.int64)
+        np.cumsum([len(token) for token in tokens], out=offsets[1:])
+        return self._kernel.split_ranked(np.frombuffer(b"".join(tokens), dtype=np.uint8), offsets)
+
     @contextlib.contextmanager
     def _session(self):
         """Scratch buffers and a warm pre-token cache for one call.

@@ -66,6 +66,7 @@ class Tokenizer:
                 self._ids_by_bytes.setdefault(token, token_id)
         self._encoder_lock = threading.Lock()
         self._encoder = None
+        self._ranked_encoding = None       # built while recovering merges from ranks
         for byte in range(256):
             if bytes([byte]) not in self._ids_by_bytes:
                 raise ValueError(f"the vocab has no token for byte {byte:#04x}")
@@ -113,13 +114,17 @@ class Tokenizer:
                   if token_id not in special_ids and len(token) > 1
                   and self._ids_by_bytes.get(token) == token_id]
         encoder = Encoding.from_tokens(self._ids_by_bytes, ranked, self.pattern, self.special_tokens)
-        merges = []
-        for rank, token_id in enumerate(ranked):
-            parts = encoder.split(self.vocab[token_id], rank)
-            if len(parts) != 2:
-                raise ValueError(f"token {token_id} {self.vocab[token_id]!r} does not split into "
-                                 f"two earlier tokens (it splits into {len(parts)})")
-            merges.append((self.vocab[parts[0]], self.vocab[parts[1]]))
+        parts, n_parts = encoder.split_ranked([self.vocab[token_id] for token_id in ranked])
+        bad = np.flatnonzero(n_parts != 2)
+        if len(bad):
+            token_id = ranked[bad[0]]
+            raise ValueError(f"token {token_id} {self.vocab[token_id]!r} does not split into "
+                             f"two earlier tokens (it splits into {n_parts[bad[0]]})")
+        vocab = self.vocab
+        merges = [(vocab[left], vocab[right]) for left, right in parts.tolist()]
+        # The merges rank the same tokens in the same order, so _encoding would build
+        # this very Encoding again (0.4 s for o200k): keep it for then.
+        self._ranked_encoding = encoder
         return merges
 
     def _encoding(self) -> Encoding:
@@ -127,15 +132,17 @@ class Tokenizer:
         if self._encoder is None:
             with self._encoder_lock:
                 if self._encoder is None:
-                    ranked, seen = [], set()
-                    for left, right in self.merges:
-                        token_id = self._ids_by_bytes[left + right]
-                        if token_id not in seen:
-                            seen.add(token_id)
-                            ranked.append(token_id)
                     self._id_objects = tuple(range(self.n_vocab))
-                    self._encoder = Encoding.from_tokens(self._ids_by_bytes, ranked, self.pattern,
-                                                         self.special_tokens)
+                    self._encoder, self._ranked_encoding = self._ranked_encoding, None
+                    if self._encoder is None:
+                        ranked, seen = [], set()
+                        for left, right in self.merges:
+                            token_id = self._ids_by_bytes[left + right]
+                            if token_id not in seen:
+                                seen.add(token_id)
+                                ranked.append(token_id)
+                        self._encoder = Encoding.from_tokens(self._ids_by_bytes, ranked, self.pattern,
+                                                             self.special_tokens)
         return self._encoder
 
     def _to_list(self, ids: np.ndarray) -> list[int]:
@@ -338,13 +345,14 @@ class Tokenizer:
 
     def __getstate__(self):
         state = self.__dict__.copy()
-        state["_encoder"] = None
+        state["_encoder"] = state["_ranked_encoding"] = None
         state.pop("_id_objects", None)
         del state["_encoder_lock"]
         return state
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+        self.__dict__.setdefault("_ranked_encoding", None)
         self._encoder_lock = threading.Lock()
 
     @property

@@ -151,6 +151,31 @@ def test_ranks_give_back_merges():
     assert all(tok.vocab[256 + k] == a + b for k, (a, b) in enumerate(tok.merges[:1000]))
 
 
+@pytest.mark.parametrize("seed", [0, 1])
+def test_merges_from_ranks_equal_the_trained_merges(seed):
+    # A trained tokenizer's vocab alone (ids in merge order) gives back its merges,
+    # through the one-call split_ranked, which equals split token by token.
+    tok = bpe.train_from_iterator([random_corpus(seed, n_words=4000)], 256 + 400, num_workers=1)
+    again = bpe.Tokenizer(tok.vocab, None, pattern=tok.pattern)
+    assert again.merges == tok.merges
+    assert again.encode(random_corpus(seed + 7, n_words=300)) == tok.encode(random_corpus(seed + 7, n_words=300))
+    encoding = tok._encoding()
+    tokens = [tok.vocab[256 + k] for k in range(len(tok.merges))]
+    tokens[5], tokens[9] = tokens[9], tokens[5]          # out of rank order: token 5 comes out whole
+    parts, n_parts = encoding.split_ranked(tokens)
+    for k, token in enumerate(tokens):
+        expected = encoding.split(token, k)
+        assert n_parts[k] == len(expected)
+        assert parts[k].tolist() == (expected + [-1])[:2]
+
+
+def test_a_rank_that_is_no_merge_is_named():
+    vocab = {b: bytes([b]) for b in range(256)}
+    vocab.update({256: b"ab", 257: b"abc", 258: b"xyz"})   # xyz: no pair of earlier tokens
+    with pytest.raises(ValueError, match=r"token 258 b'xyz' does not split into two earlier tokens"):
+        bpe.Tokenizer(vocab, None)
+
+
 @settings(max_examples=100, deadline=None)
 @given(text=stress_text, cuts=st.lists(st.integers(0, 200), max_size=8))
 def test_encode_iterable_equals_encode_of_the_join(pair, text, cuts):
