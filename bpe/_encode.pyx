@@ -637,8 +637,9 @@ cdef class Encoder:
         for k in range(n):
             if offsets[k + 1] - offsets[k] < 2:
                 raise ValueError(f"token {k} has {offsets[k + 1] - offsets[k]} bytes: nothing to split")
-        if offsets.shape[0] > 0 and offsets[n] > data.shape[0]:
-            raise ValueError(f"offsets end at {offsets[n]}, past the {data.shape[0]} bytes of data")
+        if offsets.shape[0] > 0 and (offsets[0] < 0 or offsets[n] > data.shape[0]):
+            raise ValueError(f"offsets {offsets[0]}..{offsets[n]} are not within the "
+                             f"{data.shape[0]} bytes of data")
         out.data = NULL
         out.size = out.capacity = 0
         out.borrowed = False
