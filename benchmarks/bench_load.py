@@ -1,0 +1,54 @@
+"""Time to a first encode in a fresh process: import, load a pretrained vocabulary,
+encode a short text. bpe against tiktoken (offline, from the files bpe ships).
+
+    python benchmarks/bench_load.py
+
+Each figure is the best of --repeats fresh processes: a script that loads a
+tokenizer pays all of it once, before any text is encoded.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+
+ONE_RUN = """
+import sys, time
+sys.path.insert(0, {tests!r})
+start = time.perf_counter()
+if {library!r} == "bpe":
+    import bpe
+    encoding = bpe.load({name!r})
+else:
+    from tiktoken_reference import get_encoding
+    encoding = get_encoding({name!r})
+encoding.encode("hello world")
+print(time.perf_counter() - start)
+"""
+
+
+def first_encode_seconds(library: str, name: str) -> float:
+    tests = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests")
+    code = ONE_RUN.format(tests=tests, library=library, name=name)
+    return float(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                                text=True).stdout)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--encodings", default="gpt2,cl100k_base,o200k_base")
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    print(f"{'encoding':<12} {'bpe s':>6} {'tiktoken s':>11}   (import + load + first encode, "
+          f"best of {args.repeats} fresh processes)")
+    for name in args.encodings.split(","):
+        best = {library: float("inf") for library in ("bpe", "tiktoken")}
+        for _ in range(args.repeats):
+            for library in best:          # alternating, so both see the same machine
+                best[library] = min(best[library], first_encode_seconds(library, name))
+        print(f"{name:<12} {best['bpe']:>6.2f} {best['tiktoken']:>11.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
