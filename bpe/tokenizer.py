@@ -321,9 +321,9 @@ class Tokenizer:
 
     def clear_cache(self) -> None:
         """Forget the pre-tokens encoded so far (encoding keeps a cache of them
-        across calls, up to 2^18 per concurrent call), releasing its memory. The next call
-        starts cold, as on a fresh tokenizer: what a benchmark should time, since a
-        text encoded twice is all cache hits the second time."""
+        across calls, up to 2^18 per concurrent call), releasing its memory. The
+        next call starts cold, as on a fresh tokenizer: what a benchmark should
+        time, since a text encoded twice is all cache hits the second time."""
         if self._encoder is not None:
             self._encoder.clear_cache()
 
