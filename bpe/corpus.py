@@ -469,24 +469,43 @@ class _Workers:
                     self.n_processes, mp_context=context, initializer=_init_worker,
                     initargs=(self.state_path, self.state_ready, self.settings[0], self.counts,
                               *self.settings[1:]))
-                for _ in range(self.n_processes):    # the pool starts a process per task submitted
-                    try:
-                        self._submit(_ready)
-                    except BrokenProcessPool:
-                        break    # reported, naming the input, when the first chunk is submitted
+                self._start_processes()
         except BaseException:    # Ctrl-C is delivered as _starting_workers unblocks it
             self.__exit__(BaseException)
             raise
         return self
 
+    def _start_processes(self) -> None:
+        """Start every worker process now, before the pool's manager thread.
+
+        Left to itself, the pool starts a process per task submitted, while its
+        manager thread runs: a worker that dies as the next one starts then races
+        with that thread (CPython 3.11: "dictionary changed size during iteration"
+        printed from the thread, "handle is closed" raised here). The pool's own
+        ``_launch_processes`` starts them all up front, as it does for fork; where
+        it is missing, tasks that do nothing make the pool start them.
+        """
+        launch = getattr(self.pool, "_launch_processes", None)
+        if launch is not None and getattr(self.pool, "_executor_manager_thread", None) is None:
+            launch()
+            return
+        for _ in range(self.n_processes):
+            try:
+                self._submit(_ready)
+            except BrokenProcessPool:
+                return   # reported, naming the input, when the first chunk is submitted
+
     def _submit(self, function, *args):
         """``pool.submit``. A pool that breaks while it starts a worker can fail a
-        submit with ValueError ("handle is closed": CPython 3.11 closes its wake-up
-        pipe under it) rather than BrokenProcessPool; both mean the same here."""
+        submit with ValueError or OSError ("handle is closed": CPython 3.11 closes
+        the pool's pipes under it) rather than BrokenProcessPool; once the pool
+        says it is broken, they mean the same here."""
         try:
             return self.pool.submit(function, *args)
-        except ValueError as e:
-            raise BrokenProcessPool(f"the process pool broke: {e}") from e
+        except (ValueError, OSError) as e:
+            if getattr(self.pool, "_broken", False):
+                raise BrokenProcessPool(f"the process pool broke: {e}") from e
+            raise
 
     def load(self, encoding) -> None:
         """Hand the workers the Encoding and the Unicode tables, through a file."""
