@@ -133,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--special-token", action="append", default=[], metavar="T")
     train.add_argument("--pattern", default="gpt2", help="gpt2, cl100k, o200k or a regex")
     train.add_argument("--min-frequency", type=int, default=1)
-    train.add_argument("--workers", type=int, default=None)
+    train.add_argument("--workers", type=int, default=None, help="processes (default: all cores)")
     train.add_argument("-o", "--output", required=True, help="directory (or .bpe file) to write")
     train.add_argument("--quiet", action="store_true", help="no progress bars")
     train.set_defaults(run=cmd_train)
@@ -142,7 +142,8 @@ def build_parser() -> argparse.ArgumentParser:
     encode.add_argument("files", nargs="+", help="text files, or directories of *.txt files")
     encode.add_argument("--tokenizer", required=True, help="gpt2, cl100k_base, o200k_base or a directory")
     encode.add_argument("-o", "--output", required=True, help="the token array to write")
-    encode.add_argument("--workers", type=int, default=None)
+    encode.add_argument("--workers", type=int, default=None,
+                        help="processes (default: one per 32 MiB of input, up to the cores)")
     encode.add_argument("--dtype", default=None, help="uint16 or uint32 (default: the smallest that fits)")
     encode.add_argument("--quiet", action="store_true", help="no progress bar")
     encode.set_defaults(run=cmd_encode)
