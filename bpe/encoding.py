@@ -65,14 +65,11 @@ class Encoding:
     def __setstate__(self, state):
         self.__init__(state["arrays"], state["pattern"], state["special_tokens"])
 
-    def split(self, token: bytes, max_rank: int) -> list[int]:
-        """The parts of ``token`` when only merges of rank < ``max_rank`` apply."""
-        return self._kernel.split(token, max_rank)
-
     def split_ranked(self, tokens: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray]:
-        """``split(tokens[k], k)`` for every k (each token at least 2 bytes), in one
-        kernel call: ``(parts, n_parts)``, the first two parts of each (-1 where
-        there are fewer) and how many there were."""
+        """Each ``tokens[k]`` (at least 2 bytes) merged with only the merges of rank
+        < k, in one kernel call: ``(parts, n_parts)``, the ids of the first two
+        parts of each (-1 where there are fewer) and how many there were. A merged
+        token of rank k comes out as exactly the two parts its merge joined."""
         offsets = np.zeros(len(tokens) + 1, dtype=np.int64)
         np.cumsum([len(token) for token in tokens], out=offsets[1:])
         return self._kernel.split_ranked(np.frombuffer(b"".join(tokens), dtype=np.uint8), offsets)

@@ -154,17 +154,19 @@ def test_ranks_give_back_merges():
 @pytest.mark.parametrize("seed", [0, 1])
 def test_merges_from_ranks_equal_the_trained_merges(seed):
     # A trained tokenizer's vocab alone (ids in merge order) gives back its merges,
-    # through the one-call split_ranked, which equals split token by token.
+    # through split_ranked, which merges token k as pure.encode_piece does with
+    # only the merges before it.
     tok = bpe.train_from_iterator([random_corpus(seed, n_words=4000)], 256 + 400, num_workers=1)
     again = bpe.Tokenizer(tok.vocab, None, pattern=tok.pattern)
     assert again.merges == tok.merges
     assert again.encode(random_corpus(seed + 7, n_words=300)) == tok.encode(random_corpus(seed + 7, n_words=300))
-    encoding = tok._encoding()
-    tokens = [tok.vocab[256 + k] for k in range(len(tok.merges))]
+    tokens = [a + b for a, b in tok.merges]
     tokens[5], tokens[9] = tokens[9], tokens[5]          # out of rank order: token 5 comes out whole
-    parts, n_parts = encoding.split_ranked(tokens)
+    parts, n_parts = tok._encoding().split_ranked(tokens)
+    ids = {token: token_id for token_id, token in tok.vocab.items()}
     for k, token in enumerate(tokens):
-        expected = encoding.split(token, k)
+        expected = [ids[part] for part in pure.encode_piece(token, {a + b: r for r, (a, b)
+                                                                     in enumerate(tok.merges[:k])})]
         assert n_parts[k] == len(expected)
         assert parts[k].tolist() == (expected + [-1])[:2]
 
