@@ -66,12 +66,18 @@ class Tokenizer:
                 self._ids_by_bytes.setdefault(token, token_id)
         self._encoder_lock = threading.Lock()
         self._encoder = None
-        self._ranked_encoding = None       # built while recovering merges from ranks
         for byte in range(256):
             if bytes([byte]) not in self._ids_by_bytes:
                 raise ValueError(f"the vocab has no token for byte {byte:#04x}")
-        self.merges = self._check_merges(merges) if merges is not None else self._merges_from_ranks()
         self._n_vocab = max(self.vocab) + 1 if self.vocab else 0
+        if merges is not None:
+            self.merges = self._check_merges(merges)
+        else:
+            # Recovering the merges builds the very Encoding that encoding needs (the
+            # same tokens in the same order): keep it rather than build it again on
+            # the first encode (0.4 s for o200k).
+            self.merges, encoding = self._merges_from_ranks()
+            self._set_encoding(encoding)
 
     def _check_special_tokens(self, special_tokens) -> dict[str, int]:
         if special_tokens is None:
@@ -106,7 +112,7 @@ class Tokenizer:
             checked.append((left, right))
         return checked
 
-    def _merges_from_ranks(self) -> list[Pair]:
+    def _merges_from_ranks(self) -> tuple[list[Pair], Encoding]:
         """Recover merges from id order: token k (after the bytes) is made by merging
         the two parts it splits into when only the merges before it apply."""
         special_ids = set(self.special_tokens.values())
@@ -121,29 +127,26 @@ class Tokenizer:
             raise ValueError(f"token {token_id} {self.vocab[token_id]!r} does not split into "
                              f"two earlier tokens (it splits into {n_parts[bad[0]]})")
         vocab = self.vocab
-        merges = [(vocab[left], vocab[right]) for left, right in parts.tolist()]
-        # The merges rank the same tokens in the same order, so _encoding would build
-        # this very Encoding again (0.4 s for o200k): keep it for then.
-        self._ranked_encoding = encoder
-        return merges
+        return [(vocab[left], vocab[right]) for left, right in parts.tolist()], encoder
 
     def _encoding(self) -> Encoding:
         """The encoding kernel and its state, built on first use (thread-safe)."""
         if self._encoder is None:
             with self._encoder_lock:
                 if self._encoder is None:
-                    self._id_objects = tuple(range(self.n_vocab))
-                    self._encoder, self._ranked_encoding = self._ranked_encoding, None
-                    if self._encoder is None:
-                        ranked, seen = [], set()
-                        for left, right in self.merges:
-                            token_id = self._ids_by_bytes[left + right]
-                            if token_id not in seen:
-                                seen.add(token_id)
-                                ranked.append(token_id)
-                        self._encoder = Encoding.from_tokens(self._ids_by_bytes, ranked, self.pattern,
-                                                             self.special_tokens)
+                    ranked, seen = [], set()
+                    for left, right in self.merges:
+                        token_id = self._ids_by_bytes[left + right]
+                        if token_id not in seen:
+                            seen.add(token_id)
+                            ranked.append(token_id)
+                    self._set_encoding(Encoding.from_tokens(self._ids_by_bytes, ranked, self.pattern,
+                                                            self.special_tokens))
         return self._encoder
+
+    def _set_encoding(self, encoding: Encoding) -> None:
+        self._id_objects = tuple(range(self.n_vocab))   # set first: readers test _encoder alone
+        self._encoder = encoding
 
     def _to_list(self, ids: np.ndarray) -> list[int]:
         from bpe._encode import ids_to_list
@@ -345,14 +348,13 @@ class Tokenizer:
 
     def __getstate__(self):
         state = self.__dict__.copy()
-        state["_encoder"] = state["_ranked_encoding"] = None
+        state["_encoder"] = None
         state.pop("_id_objects", None)
         del state["_encoder_lock"]
         return state
 
     def __setstate__(self, state):
         self.__dict__.update(state)
-        self.__dict__.setdefault("_ranked_encoding", None)
         self._encoder_lock = threading.Lock()
 
     @property
