@@ -52,6 +52,11 @@ def run_one(engine: str, corpus: str, tokenizer: str, workers: int, output: str)
     return {"seconds": time.perf_counter() - start, "tokens": n_tokens}
 
 
+def encoded_mb(engine: str, size_mb: float) -> float:
+    """Megabytes one run of ``engine`` encodes: the twins encode the corpus twice."""
+    return 2 * size_mb if engine == "twin" else size_mb
+
+
 def run_twins(corpus: str, tokenizer: str, output: str) -> dict:
     """Two single-worker encode_file runs at once, each in its own process; the
     time until both are done."""
@@ -113,7 +118,7 @@ def main() -> None:
                      "encode": "encode_to_numpy (1 thread)",
                      "gigatoken": "gigatoken (its threads)",
                      "twin": "2 x encode_file (1), at once"}[engine]
-            mb = 2 * size_mb if engine == "twin" else size_mb
+            mb = encoded_mb(engine, size_mb)
             seconds[item].append(result["seconds"])
             print(f"{label:<27} {result['seconds']:>8.2f} {mb / result['seconds']:>7.1f} "
                   f"{result['peak_rss_mib']:>13.0f} {result['tokens']:>12}", flush=True)
@@ -133,14 +138,15 @@ def summarise(seconds: dict, size_mb: float) -> None:
     the twin control's figures are its combined throughput over 1 worker's."""
     print(f"\n{'engine':<14} {'runs':>4} {'best s':>7} {'median s':>9} {'best MB/s':>10}")
     for item, times in seconds.items():
-        mb = 2 * size_mb if item.startswith("twin") else size_mb    # twins encode the corpus twice
+        mb = encoded_mb(item.split(":")[0], size_mb)
         print(f"{item:<14} {len(times):>4} {min(times):>7.2f} {statistics.median(times):>9.2f} "
               f"{mb / min(times):>10.1f}")
     one = seconds.get("bpe:1")
-    for item, factor in (("bpe:2", 1), ("twin:1", 2)):
+    for item in ("bpe:2", "twin:1"):
         other = seconds.get(item)
         if not one or not other:
             continue
+        factor = encoded_mb(item.split(":")[0], size_mb) / size_mb
         pairs = [factor * a / b for a, b in zip(one, other)]
         print(f"{item} against bpe:1: best {factor * min(one) / min(other):.2f}x, median "
               f"{factor * statistics.median(one) / statistics.median(other):.2f}x, per round "
