@@ -26,7 +26,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import bpe
-from bpe.tokenizer import _batches
+from bpe.tokenizer import batches
 
 sys.path.insert(0, os.path.dirname(__file__))
 from _measure import read_sample  # noqa: E402
@@ -53,10 +53,10 @@ def main() -> None:
     for name in args.encodings.split(","):
         tok = bpe.load(name)
         assert tok.encode_batch(documents, num_threads=2) == tok.encode_batch(documents, num_threads=1)
-        encoding, allowed = tok._encoding(), sorted(tok.special_tokens)
-        batches = _batches(documents)
+        encoding, allowed = tok.encoder, sorted(tok.special_tokens)
+        groups = batches(documents)
         runs = {"batch": lambda threads: tok.encode_batch(documents, num_threads=threads),
-                "kernel": lambda threads: kernel_only(encoding, allowed, batches, threads)}
+                "kernel": lambda threads: kernel_only(encoding, allowed, groups, threads)}
         best = {(run, threads): float("inf") for run in runs for threads in (1, 2)}
         for _ in range(args.repeats):
             for run, function in runs.items():

@@ -16,7 +16,7 @@ from collections import Counter
 
 import regex
 
-from bpe import _pretok, unicode
+from bpe import _scanner, unicode
 from bpe.patterns import PATTERNS
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -33,20 +33,19 @@ def main() -> None:
         data = f.read(int(args.mb * 1e6))
     data = data[:len(data.decode("utf-8", "ignore").encode("utf-8"))]   # whole characters
     text = data.decode("utf-8")
-    unicode.install()
     n_mb = len(data) / 1e6
     print(f"{os.path.basename(args.corpus)}: {n_mb:.1f} MB, one core, MB/s")
     print(f"{'pattern':<8} {'scan':>8} {'scan + count':>13} {'regex':>8} {'regex + Counter':>16}")
-    for name, pattern_id in _pretok.PATTERN_IDS.items():
+    for name, pattern_id in _scanner.PATTERN_IDS.items():
         compiled = regex.compile(PATTERNS[name])
         rate = {
-            "scan": n_mb / best_of(lambda: _pretok.split_offsets(data, pattern_id)),
-            "scan_count": n_mb / best_of(lambda: _pretok.Interner().count(data, pattern_id)),
+            "scan": n_mb / best_of(lambda: _scanner.split_offsets(data, pattern_id)),
+            "scan_count": n_mb / best_of(lambda: _scanner.Interner().count(data, pattern_id)),
             "regex": n_mb / best_of(lambda: compiled.findall(text), 1),
             "regex_counter": n_mb / best_of(lambda: Counter(compiled.findall(text)), 1),
         }
         assert [data[a:b] for a, b in zip(*(lambda o: (o[:-1], o[1:]))(
-            _pretok.split_offsets(data, pattern_id).tolist()))] == [t.encode() for t in compiled.findall(text)]
+            _scanner.split_offsets(data, pattern_id).tolist()))] == [t.encode() for t in compiled.findall(text)]
         print(f"{name:<8} {rate['scan']:>8.1f} {rate['scan_count']:>13.1f} {rate['regex']:>8.1f} "
               f"{rate['regex_counter']:>16.1f}", flush=True)
         if args.json:

@@ -4,15 +4,17 @@
 >>> bpe.pretokenize("Hello, world!")
 ['Hello', ',', ' world', '!']
 """
-from bpe.corpus import CorpusEncodeError, EncodeSummary, open_tokens
-from bpe.formats import TokenizerFileError, load
+from bpe.counting import PretokenCounts, count_pretokens
+from bpe.encode_file import EncodeSummary
+from bpe.errors import BpeError, CorpusDecodeError, CorpusEncodeError, TokenizerFileError
 from bpe.patterns import PATTERNS, pretokenize
-from bpe.pretokens import CorpusDecodeError, PretokenCounts, count_pretokens
-from bpe.tokenizer import Tokenizer
+from bpe.token_array import open_tokens, read_metadata
+from bpe.tokenizer import Tokenizer, load
 from bpe.trainer import train, train_from_counts, train_from_iterator
 
 __all__ = [
     "PATTERNS",
+    "BpeError",
     "CorpusDecodeError",
     "CorpusEncodeError",
     "EncodeSummary",
@@ -22,6 +24,7 @@ __all__ = [
     "count_pretokens",
     "load",
     "open_tokens",
+    "read_metadata",
     "pretokenize",
     "train",
     "train_from_counts",

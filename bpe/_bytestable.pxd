@@ -2,17 +2,19 @@
 # arena. Shared by the pre-token interner (value = count) and the encoder (value
 # = token id, or a cached slice of ids). C struct + inline free functions.
 from libc.stdint cimport int64_t, uint8_t, uint64_t
-from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcmp, memcpy
+
+from bpe._memory cimport grow, mem_alloc, mem_free
+from bpe._types cimport offset_t
 
 cdef struct BytesTable:
     uint8_t* data          # the keys, concatenated
-    int64_t data_size
-    int64_t data_capacity
-    int64_t* starts        # key e is data[starts[e]:starts[e + 1]]
-    int64_t* values
+    offset_t data_size
+    offset_t data_capacity
+    offset_t* starts       # key e is data[starts[e]:starts[e + 1]]
+    int64_t* values        # a count (interner) or a token id / packed cache slice (encoder)
     int64_t n_entries
-    int64_t entry_capacity
+    int64_t entry_capacity # starts has room for entry_capacity + 1, values for entry_capacity
     # (high 32 bits of the key's hash) << 32 | entry index, or EMPTY. A probe
     # compares the hash bits kept in the slot before it touches the entry's
     # key: in a cache of ~10^5 pre-tokens each array touched is a cache miss.
@@ -39,17 +41,17 @@ cdef inline uint64_t hash_bytes(const uint8_t* s, Py_ssize_t n) noexcept nogil:
 
 
 cdef inline int bytestable_init(BytesTable* t) noexcept nogil:
-    """An empty table. -1 when out of memory."""
+    """An empty table. -1 when out of memory (then ``bytestable_free`` it)."""
     cdef int64_t i
     t.mask = (1 << 12) - 1
     t.entry_capacity = 1 << 11
     t.data_capacity = 1 << 14
     t.data_size = 0
     t.n_entries = 0
-    t.slots = <uint64_t*>malloc((t.mask + 1) * sizeof(uint64_t))
-    t.starts = <int64_t*>malloc((t.entry_capacity + 1) * sizeof(int64_t))
-    t.values = <int64_t*>malloc(t.entry_capacity * sizeof(int64_t))
-    t.data = <uint8_t*>malloc(t.data_capacity)
+    t.slots = <uint64_t*>mem_alloc((t.mask + 1) * sizeof(uint64_t))
+    t.starts = <offset_t*>mem_alloc((t.entry_capacity + 1) * sizeof(offset_t))
+    t.values = <int64_t*>mem_alloc(t.entry_capacity * sizeof(int64_t))
+    t.data = <uint8_t*>mem_alloc(t.data_capacity)
     if t.slots == NULL or t.starts == NULL or t.values == NULL or t.data == NULL:
         return -1
     for i in range(t.mask + 1):
@@ -59,10 +61,10 @@ cdef inline int bytestable_init(BytesTable* t) noexcept nogil:
 
 
 cdef inline void bytestable_free(BytesTable* t) noexcept nogil:
-    free(t.slots)
-    free(t.starts)
-    free(t.values)
-    free(t.data)
+    mem_free(t.slots)
+    mem_free(t.starts)
+    mem_free(t.values)
+    mem_free(t.data)
     t.slots = NULL
     t.starts = NULL
     t.values = NULL
@@ -111,9 +113,10 @@ cdef inline int64_t bytestable_find(const BytesTable* t, const uint8_t* key,
 
 
 cdef inline int _bytestable_grow_slots(BytesTable* t) noexcept nogil:
-    """Double the slots; hashes are recomputed from the keys (rare: no array of them kept)."""
+    """Double the slots; hashes are recomputed from the keys (rare: no array of them kept).
+    -1 when out of memory, and then the table is unchanged."""
     cdef int64_t new_mask = 2 * t.mask + 1
-    cdef uint64_t* new_slots = <uint64_t*>malloc((new_mask + 1) * sizeof(uint64_t))
+    cdef uint64_t* new_slots = <uint64_t*>mem_alloc((new_mask + 1) * sizeof(uint64_t))
     cdef int64_t i, e
     cdef uint64_t h
     if new_slots == NULL:
@@ -126,7 +129,7 @@ cdef inline int _bytestable_grow_slots(BytesTable* t) noexcept nogil:
         while new_slots[i] != EMPTY:
             i = (i + 1) & new_mask
         new_slots[i] = slot_of(e, h)
-    free(t.slots)
+    mem_free(t.slots)
     t.slots = new_slots
     t.mask = new_mask
     return 0
@@ -135,12 +138,13 @@ cdef inline int _bytestable_grow_slots(BytesTable* t) noexcept nogil:
 cdef inline int64_t bytestable_add(BytesTable* t, const uint8_t* key, Py_ssize_t length,
                                    int64_t value, bint accumulate) noexcept nogil:
     """Store ``value`` for ``key`` (or add it to the stored one if ``accumulate``).
-    Returns the entry, or -1 when out of memory.
+    Returns the entry, or -1 when out of memory: then nothing was added and the
+    table is as it was (every buffer grows before anything is written).
     """
     cdef uint64_t h = hash_bytes(key, length)
     cdef int64_t i = bytestable_slot(t, key, length, h)
     cdef int64_t e = slot_entry(t.slots[i])
-    cdef void* grown
+    cdef int64_t starts_capacity
     if e != -1:
         if accumulate:
             t.values[e] += value
@@ -149,22 +153,22 @@ cdef inline int64_t bytestable_add(BytesTable* t, const uint8_t* key, Py_ssize_t
         return e
     if t.n_entries >= MAX_ENTRIES:
         return -1
+    # A load factor of at most 1/2 keeps probe runs short; growing first means a
+    # failure leaves the load where it was, and an empty slot always remains.
+    if 2 * (t.n_entries + 1) > t.mask + 1:
+        if _bytestable_grow_slots(t) < 0:
+            return -1
+        i = bytestable_slot(t, key, length, h)
     if t.n_entries == t.entry_capacity:
-        t.entry_capacity *= 2
-        grown = realloc(t.starts, (t.entry_capacity + 1) * sizeof(int64_t))
-        if grown == NULL:
+        # starts holds one more than values: grow it with a capacity of its own,
+        # then values, whose capacity is the table's.
+        starts_capacity = t.entry_capacity + 1
+        if grow(<void**>&t.starts, &starts_capacity, 2 * t.entry_capacity + 1, sizeof(offset_t), 1) < 0:
             return -1
-        t.starts = <int64_t*>grown
-        grown = realloc(t.values, t.entry_capacity * sizeof(int64_t))
-        if grown == NULL:
+        if grow(<void**>&t.values, &t.entry_capacity, t.entry_capacity + 1, sizeof(int64_t), 1) < 0:
             return -1
-        t.values = <int64_t*>grown
-    while t.data_size + length > t.data_capacity:
-        t.data_capacity *= 2
-        grown = realloc(t.data, t.data_capacity)
-        if grown == NULL:
-            return -1
-        t.data = <uint8_t*>grown
+    if grow(<void**>&t.data, &t.data_capacity, t.data_size + length, 1, 1) < 0:
+        return -1
     memcpy(t.data + t.data_size, key, length)
     t.data_size += length
     e = t.n_entries
@@ -172,7 +176,4 @@ cdef inline int64_t bytestable_add(BytesTable* t, const uint8_t* key, Py_ssize_t
     t.values[e] = value
     t.n_entries += 1
     t.slots[i] = slot_of(e, h)
-    # A load factor of at most 1/2 keeps probe runs short.
-    if 2 * t.n_entries > t.mask + 1 and _bytestable_grow_slots(t) < 0:
-        return -1
     return e

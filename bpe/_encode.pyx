@@ -15,21 +15,23 @@ is that token's place in merge order. The kernel keeps
 
 A pre-token is merged with a linked list of parts and a min-heap of
 ``(rank, position)`` with lazy invalidation, so even a single 1 MB pre-token
-takes O(n log n), never O(n^2). Scratch state lives in each call, so one
-Encoder is safely shared by threads that encode at the same time.
+takes O(n log n), never O(n^2). Scratch state lives in a ``Session`` that
+serves one call at a time, so one EncodeKernel is safely shared by threads
+that encode at the same time.
 """
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
-from libc.stdlib cimport free, malloc, realloc
+from libc.stdint cimport int32_t, int64_t, uint8_t
 from libc.string cimport memcpy
 
 import numpy as np
 
 from bpe._bytestable cimport (BytesTable, bytestable_add, bytestable_clear, bytestable_find,
                               bytestable_free, bytestable_init)
+from bpe._checks cimport check_offsets
+from bpe._memory cimport grow, mem_alloc, mem_free, reserve_fresh
 from bpe._pairmap cimport PairMap, pairmap_free, pairmap_get, pairmap_init, pairmap_set
-from bpe._pretok cimport check_pattern, next_pretoken
+from bpe._scanner cimport check_pattern, next_pretoken
 from bpe._specials cimport Needles, needles_free, needles_point_at, needles_restart, next_special
-from bpe._types cimport pack_pair
+from bpe._types cimport offset_t, out_id_t, pack_pair, token_t
 from bpe._utf8 cimport utf8_bound, write_utf8
 
 cdef extern from "Python.h":
@@ -45,36 +47,20 @@ cdef enum:
 
 
 cdef struct Ids:
-    uint32_t* data
+    out_id_t* data
     int64_t size
     int64_t capacity
     bint borrowed        # the caller's buffer: never grown or freed here
 
 
-cdef inline int64_t doubled_capacity(int64_t capacity, int64_t smallest, int64_t needed) noexcept nogil:
-    """The capacity, doubling from ``capacity`` (or ``smallest``), that holds ``needed``:
-    buffers grown this way are copied O(1) times per element overall."""
-    if capacity <= 0:
-        capacity = smallest
-    while capacity < needed:
-        capacity *= 2
-    return capacity
-
-
 cdef inline int ids_reserve(Ids* ids, int64_t extra) noexcept nogil:
-    cdef int64_t capacity
-    cdef void* grown
+    """Room for ``extra`` more ids. -1 when out of memory, or when a borrowed
+    buffer is full (its caller sized it to hold every id)."""
     if ids.size + extra <= ids.capacity:
         return 0
     if ids.borrowed:
         return -1
-    capacity = doubled_capacity(ids.capacity, 1024, ids.size + extra)
-    grown = realloc(ids.data, capacity * sizeof(uint32_t))
-    if grown == NULL:
-        return -1
-    ids.data = <uint32_t*>grown
-    ids.capacity = capacity
-    return 0
+    return grow(<void**>&ids.data, &ids.capacity, ids.size + extra, sizeof(out_id_t), 1024)
 
 
 cdef struct Bytes:
@@ -84,14 +70,7 @@ cdef struct Bytes:
 
 cdef inline int bytes_reserve(Bytes* b, int64_t n) noexcept nogil:
     """Room for ``n`` bytes; what was there is not kept."""
-    cdef int64_t capacity
-    if n <= b.capacity:
-        return 0
-    capacity = doubled_capacity(b.capacity, 4096, n)
-    free(b.data)
-    b.data = <uint8_t*>malloc(capacity)
-    b.capacity = capacity if b.data != NULL else 0
-    return 0 if b.data != NULL else -1
+    return reserve_fresh(<void**>&b.data, &b.capacity, n, 1, 4096)
 
 
 cdef struct Scratch:
@@ -99,12 +78,15 @@ cdef struct Scratch:
     Bytes text           # the call's non-ASCII str texts, as UTF-8
     Ids cached           # ids of cached pre-tokens, sliced by the cache's values
     BytesTable cache     # pre-token bytes -> (offset in cached) << 16 | count
-    # Work arrays for merging one pre-token, grown as needed.
-    int32_t* part_token  # token of the part starting at each byte, -1 once absorbed
+    # Work arrays for merging one pre-token, grown as needed, each with its own capacity.
+    token_t* part_token  # token of the part starting at each byte, -1 once absorbed
     int32_t* part_next   # start of the next part (n at the end)
     int32_t* part_prev   # start of the previous part (-1 at the start)
     int64_t* heap        # (rank << 32) | position, a min-heap
-    int64_t work_capacity
+    int64_t token_capacity
+    int64_t next_capacity
+    int64_t prev_capacity
+    int64_t heap_capacity
 
 
 cdef int scratch_init(Scratch* s) noexcept nogil:
@@ -116,40 +98,31 @@ cdef int scratch_init(Scratch* s) noexcept nogil:
     s.cached.borrowed = False
     s.text.data = NULL
     s.text.capacity = 0
-    s.part_token = s.part_next = s.part_prev = NULL
+    s.part_token = NULL
+    s.part_next = s.part_prev = NULL
     s.heap = NULL
-    s.work_capacity = 0
+    s.token_capacity = s.next_capacity = s.prev_capacity = s.heap_capacity = 0
     return bytestable_init(&s.cache)
 
 
 cdef void scratch_free(Scratch* s) noexcept nogil:
-    free(s.out.data)
-    free(s.cached.data)
-    free(s.text.data)
-    free(s.part_token)
-    free(s.part_next)
-    free(s.part_prev)
-    free(s.heap)
+    mem_free(s.out.data)
+    mem_free(s.cached.data)
+    mem_free(s.text.data)
+    mem_free(s.part_token)
+    mem_free(s.part_next)
+    mem_free(s.part_prev)
+    mem_free(s.heap)
     bytestable_free(&s.cache)
 
 
 cdef int scratch_reserve(Scratch* s, int64_t n) noexcept nogil:
-    cdef int64_t capacity
-    if n <= s.work_capacity:
-        return 0
-    capacity = doubled_capacity(s.work_capacity, 256, n)
-    free(s.part_token)
-    free(s.part_next)
-    free(s.part_prev)
-    free(s.heap)
-    s.part_token = <int32_t*>malloc(capacity * sizeof(int32_t))
-    s.part_next = <int32_t*>malloc(capacity * sizeof(int32_t))
-    s.part_prev = <int32_t*>malloc(capacity * sizeof(int32_t))
-    # Each merge pushes at most two entries: 3n bounds the heap.
-    s.heap = <int64_t*>malloc(3 * capacity * sizeof(int64_t))
-    s.work_capacity = capacity
-    if s.part_token == NULL or s.part_next == NULL or s.part_prev == NULL or s.heap == NULL:
-        s.work_capacity = 0
+    """Work arrays for a pre-token of ``n`` bytes. -1 when out of memory."""
+    if (reserve_fresh(<void**>&s.part_token, &s.token_capacity, n, sizeof(token_t), 256) < 0
+            or reserve_fresh(<void**>&s.part_next, &s.next_capacity, n, sizeof(int32_t), 256) < 0
+            or reserve_fresh(<void**>&s.part_prev, &s.prev_capacity, n, sizeof(int32_t), 256) < 0
+            # Each merge pushes at most two entries: 3n bounds the heap.
+            or reserve_fresh(<void**>&s.heap, &s.heap_capacity, 3 * n, sizeof(int64_t), 768) < 0):
         return -1
     return 0
 
@@ -179,11 +152,11 @@ cdef void release_output(Scratch* s) noexcept nogil:
     """Forget the call's ids; give back very large buffers."""
     s.out.size = 0
     if s.out.capacity > (1 << 20):
-        free(s.out.data)
+        mem_free(s.out.data)
         s.out.data = NULL
         s.out.capacity = 0
     if s.text.capacity > (1 << 22):
-        free(s.text.data)
+        mem_free(s.text.data)
         s.text.data = NULL
         s.text.capacity = 0
 
@@ -222,7 +195,7 @@ cdef inline int64_t heap_pop(int64_t* heap, int64_t* size) noexcept nogil:
     return top
 
 
-cdef class Encoder:
+cdef class EncodeKernel:
     """The encoding kernel of one vocabulary.
 
     Parameters
@@ -233,32 +206,37 @@ cdef class Encoder:
         Every ordinary token's bytes (concatenated, with int64 offsets) and id:
         the pre-tokens that map straight to a token.
     ranked_ids : int32 array
-        The merged tokens in merge order (rank 0 first).
+        The merged tokens in merge order (rank 0 first); each must be in token_ids.
     """
     cdef:
-        int32_t byte_ids[256]
+        token_t byte_ids[256]
         BytesTable tokens
         PairMap pairs
-        int32_t* merged_id
+        token_t* merged_id
         int32_t n_ranks
 
-    def __cinit__(self, const int32_t[::1] byte_ids, const uint8_t[::1] token_data,
-                  const int64_t[::1] token_offsets, const int32_t[::1] token_ids,
-                  const int32_t[::1] ranked_ids):
+    def __cinit__(self, const token_t[::1] byte_ids, const uint8_t[::1] token_data,
+                  const offset_t[::1] token_offsets, const token_t[::1] token_ids,
+                  const token_t[::1] ranked_ids):
         cdef Py_ssize_t n_tokens = token_ids.shape[0]
         cdef Py_ssize_t t, k, split
         cdef int64_t entry, left, right, start, length
         cdef const uint8_t* data = &token_data[0] if token_data.shape[0] > 0 else NULL
-        if byte_ids.shape[0] != 256:
-            raise ValueError("byte_ids must have 256 entries")
-        if token_offsets.shape[0] != n_tokens + 1:
-            raise ValueError("token_offsets must have one more entry than token_ids")
-        for t in range(256):
-            self.byte_ids[t] = byte_ids[t]
+        # The tables are built first: __dealloc__ frees whatever was allocated.
         if bytestable_init(&self.tokens) < 0 or pairmap_init(&self.pairs, 4 * ranked_ids.shape[0]) < 0:
             raise MemoryError()
+        if byte_ids.shape[0] != 256:
+            raise ValueError(f"byte_ids has {byte_ids.shape[0]} entries, not 256")
+        check_offsets(token_offsets, n_tokens, token_data.shape[0], "token arrays")
+        for t in range(n_tokens):
+            if token_ids[t] < 0:
+                raise ValueError(f"token arrays: token {t} has a negative id {token_ids[t]}")
+        for t in range(256):
+            if byte_ids[t] < 0:
+                raise ValueError(f"byte_ids: byte {t} has a negative id {byte_ids[t]}")
+            self.byte_ids[t] = byte_ids[t]
         self.n_ranks = <int32_t>ranked_ids.shape[0]
-        self.merged_id = <int32_t*>malloc(max(self.n_ranks, 1) * sizeof(int32_t))
+        self.merged_id = <token_t*>mem_alloc(max(self.n_ranks, 1) * sizeof(token_t))
         if self.merged_id == NULL:
             raise MemoryError()
         # id -> entry in the token table, to find a ranked token's bytes
@@ -272,7 +250,9 @@ cdef class Encoder:
         # Every split of a merged token into two tokens is a pair that makes it.
         for k in range(self.n_ranks):
             self.merged_id[k] = ranked_ids[k]
-            t = id_to_entry[ranked_ids[k]]
+            t = id_to_entry.get(ranked_ids[k], -1)
+            if t < 0:
+                raise ValueError(f"ranked id {ranked_ids[k]} (rank {k}) is not among the token ids")
             start = token_offsets[t]
             length = token_offsets[t + 1] - start
             for split in range(1, length):
@@ -282,17 +262,17 @@ cdef class Encoder:
                     continue
                 left = self.tokens.values[left]
                 right = self.tokens.values[right]
-                if pairmap_get(&self.pairs, pack_pair(<int32_t>left, <int32_t>right)) < 0:
-                    if pairmap_set(&self.pairs, pack_pair(<int32_t>left, <int32_t>right),
+                if pairmap_get(&self.pairs, pack_pair(<token_t>left, <token_t>right)) < 0:
+                    if pairmap_set(&self.pairs, pack_pair(<token_t>left, <token_t>right),
                                    <int32_t>k) < 0:
                         raise MemoryError()
 
     def __dealloc__(self):
         bytestable_free(&self.tokens)
         pairmap_free(&self.pairs)
-        free(self.merged_id)
+        mem_free(self.merged_id)
 
-    cdef inline int32_t _rank(self, int32_t left, int32_t right) noexcept nogil:
+    cdef inline int32_t _rank(self, token_t left, token_t right) noexcept nogil:
         return pairmap_get(&self.pairs, pack_pair(left, right))
 
     cdef int _merge(self, Scratch* s, const uint8_t* piece, int64_t n, int32_t max_rank,
@@ -301,7 +281,7 @@ cdef class Encoder:
         cdef int64_t i, q, heap_size = 0
         cdef int64_t key
         cdef int32_t rank, position
-        cdef int32_t* token
+        cdef token_t* token
         cdef int32_t* next_part
         cdef int32_t* prev_part
         if scratch_reserve(s, n) < 0:
@@ -342,7 +322,7 @@ cdef class Encoder:
         while i < n:
             if ids_reserve(out, 1) < 0:
                 return -1
-            out.data[out.size] = <uint32_t>token[i]
+            out.data[out.size] = <out_id_t>token[i]
             out.size += 1
             i = next_part[i]
         return 0
@@ -355,12 +335,12 @@ cdef class Encoder:
         if ids_reserve(&s.out, 1) < 0:
             return -1
         if n == 1:
-            s.out.data[s.out.size] = <uint32_t>self.byte_ids[piece[0]]
+            s.out.data[s.out.size] = <out_id_t>self.byte_ids[piece[0]]
             s.out.size += 1
             return 0
         entry = bytestable_find(&self.tokens, piece, n)
         if entry >= 0:
-            s.out.data[s.out.size] = <uint32_t>self.tokens.values[entry]
+            s.out.data[s.out.size] = <out_id_t>self.tokens.values[entry]
             s.out.size += 1
             return 0
         if n <= CACHE_MAX_PIECE_BYTES:
@@ -371,7 +351,7 @@ cdef class Encoder:
                 count = value & 0xFFFF
                 if ids_reserve(&s.out, count) < 0:
                     return -1
-                memcpy(s.out.data + s.out.size, s.cached.data + offset, count * sizeof(uint32_t))
+                memcpy(s.out.data + s.out.size, s.cached.data + offset, count * sizeof(out_id_t))
                 s.out.size += count
                 return 0
         before = s.out.size
@@ -384,7 +364,7 @@ cdef class Encoder:
                 s.cached.size = 0
             if ids_reserve(&s.cached, count) < 0:
                 return -1
-            memcpy(s.cached.data + s.cached.size, s.out.data + before, count * sizeof(uint32_t))
+            memcpy(s.cached.data + s.cached.size, s.out.data + before, count * sizeof(out_id_t))
             if bytestable_add(&s.cache, piece, n, (s.cached.size << 16) | count, False) < 0:
                 return -1
             s.cached.size += count
@@ -405,7 +385,7 @@ cdef class Encoder:
 
     cdef int _encode_texts(self, Scratch* s, Py_ssize_t n_texts, const uint8_t** texts,
                            const int64_t* lengths, int pattern, Needles* needles,
-                           const uint32_t* needle_ids, int64_t* id_offsets) noexcept nogil:
+                           const out_id_t* needle_ids, offset_t* id_offsets) noexcept nogil:
         """Encode each text, its special tokens found here; the ids of text t
         start at ``id_offsets[t]``. Returns -1 when out of memory (or ``out`` is
         too small)."""
@@ -435,7 +415,7 @@ cdef class Encoder:
 
     cdef object _encode_prepared(self, Session session, Py_ssize_t n_texts, const uint8_t** texts,
                                  const int64_t* lengths, int pattern, tuple needles,
-                                 const uint32_t[::1] needle_ids, uint32_t[::1] out):
+                                 const out_id_t[::1] needle_ids, out_id_t[::1] out):
         """``(ids, id_offsets)`` of texts given as pointers and byte lengths, which
         the caller keeps alive; one GIL release for them all."""
         cdef Scratch* scratch = &session.scratch
@@ -453,7 +433,7 @@ cdef class Encoder:
         if out is not None and out.shape[0] < bound:
             raise ValueError(f"out holds {out.shape[0]} ids; these texts may need {bound}")
         id_offsets = np.empty(n_texts + 1, dtype=np.int64)
-        cdef int64_t[::1] id_view = id_offsets
+        cdef offset_t[::1] id_view = id_offsets
         needles_point_at(&found, needles)
         try:
             if out is not None:
@@ -478,8 +458,8 @@ cdef class Encoder:
                 scratch.out = own_out
             release_output(scratch)
 
-    def encode_texts(self, Session session, const uint8_t[::1] data, const int64_t[::1] text_offsets,
-                     int pattern, needles, const uint32_t[::1] needle_ids, uint32_t[::1] out=None):
+    def encode_texts(self, Session session, const uint8_t[::1] data, const offset_t[::1] text_offsets,
+                     int pattern, needles, const out_id_t[::1] needle_ids, out_id_t[::1] out=None):
         """Encode UTF-8 texts in one call without the GIL: ``(ids, id_offsets)`` (uint32, int64).
 
         Text t is ``data[text_offsets[t]:text_offsets[t + 1]]``; its ids are
@@ -498,13 +478,9 @@ cdef class Encoder:
         cdef const uint8_t* s = &data[0] if data.shape[0] > 0 else NULL
         cdef const uint8_t** texts = NULL
         cdef int64_t* lengths = NULL
-        if n_texts < 0 or (n_texts > 0 and (text_offsets[0] != 0 or text_offsets[n_texts] != data.shape[0])):
-            raise ValueError("text offsets must run from 0 to len(data)")
-        for t in range(n_texts):
-            if text_offsets[t + 1] < text_offsets[t]:
-                raise ValueError("text offsets must not decrease")
-        texts = <const uint8_t**>malloc((n_texts + 1) * sizeof(uint8_t*))
-        lengths = <int64_t*>malloc((n_texts + 1) * sizeof(int64_t))
+        check_offsets(text_offsets, -1, data.shape[0], "text offsets")
+        texts = <const uint8_t**>mem_alloc((n_texts + 1) * sizeof(uint8_t*))
+        lengths = <int64_t*>mem_alloc((n_texts + 1) * sizeof(int64_t))
         try:
             if texts == NULL or lengths == NULL:
                 raise MemoryError()
@@ -514,11 +490,11 @@ cdef class Encoder:
             return self._encode_prepared(session, n_texts, texts, lengths, pattern, tuple(needles),
                                          needle_ids, out)
         finally:
-            free(texts)
-            free(lengths)
+            mem_free(texts)
+            mem_free(lengths)
 
     def encode_strs(self, Session session, texts, int pattern, needles,
-                    const uint32_t[::1] needle_ids, uint32_t[::1] out=None):
+                    const out_id_t[::1] needle_ids, out_id_t[::1] out=None):
         """As ``encode_texts``, for a sequence of str: no ``str.encode``, no join.
 
         ASCII text is read in place; other text is written as UTF-8 into the
@@ -543,11 +519,11 @@ cdef class Encoder:
             if not isinstance(held[t], str):
                 raise TypeError(f"text {t} is {type(held[t]).__name__}, not str")
         try:
-            sources = <const void**>malloc((n_texts + 1) * sizeof(void*))
-            n_points = <Py_ssize_t*>malloc((n_texts + 1) * sizeof(Py_ssize_t))
-            kinds = <int*>malloc((n_texts + 1) * sizeof(int))
-            starts = <const uint8_t**>malloc((n_texts + 1) * sizeof(uint8_t*))
-            lengths = <int64_t*>malloc((n_texts + 1) * sizeof(int64_t))
+            sources = <const void**>mem_alloc((n_texts + 1) * sizeof(void*))
+            n_points = <Py_ssize_t*>mem_alloc((n_texts + 1) * sizeof(Py_ssize_t))
+            kinds = <int*>mem_alloc((n_texts + 1) * sizeof(int))
+            starts = <const uint8_t**>mem_alloc((n_texts + 1) * sizeof(uint8_t*))
+            lengths = <int64_t*>mem_alloc((n_texts + 1) * sizeof(int64_t))
             if sources == NULL or n_points == NULL or kinds == NULL or starts == NULL or lengths == NULL:
                 raise MemoryError()
             for t in range(n_texts):
@@ -575,11 +551,11 @@ cdef class Encoder:
             return self._encode_prepared(session, n_texts, starts, lengths, pattern, tuple(needles),
                                          needle_ids, out)
         finally:
-            free(sources)
-            free(n_points)
-            free(kinds)
-            free(starts)
-            free(lengths)
+            mem_free(sources)
+            mem_free(n_points)
+            mem_free(kinds)
+            mem_free(starts)
+            mem_free(lengths)
 
     def encode_pieces(self, Session session, pieces):
         """The ids of a list of pre-tokens (bytes), for patterns the native scanners lack."""
@@ -593,7 +569,7 @@ cdef class Encoder:
         finally:
             release_output(scratch)
 
-    def split_ranked(self, const uint8_t[::1] data, const int64_t[::1] offsets):
+    def split_ranked(self, const uint8_t[::1] data, const offset_t[::1] offsets):
         """Recover merges from ranks, for a whole vocabulary in one call without the
         GIL: token k is ``data[offsets[k]:offsets[k + 1]]`` (at least 2 bytes),
         merged with only the merges of rank < k; a merged token of rank k must
@@ -611,12 +587,10 @@ cdef class Encoder:
         cdef int failed = 0
         cdef Scratch scratch
         cdef Ids out
+        check_offsets(offsets, -1, data.shape[0], "ranked tokens")
         for k in range(n):
             if offsets[k + 1] - offsets[k] < 2:
                 raise ValueError(f"token {k} has {offsets[k + 1] - offsets[k]} bytes: nothing to split")
-        if offsets.shape[0] > 0 and (offsets[0] < 0 or offsets[n] > data.shape[0]):
-            raise ValueError(f"offsets {offsets[0]}..{offsets[n]} are not within the "
-                             f"{data.shape[0]} bytes of data")
         out.data = NULL
         out.size = out.capacity = 0
         out.borrowed = False
@@ -639,7 +613,7 @@ cdef class Encoder:
                 raise MemoryError()
             return parts, n_parts
         finally:
-            free(out.data)
+            mem_free(out.data)
             scratch_free(&scratch)
 
 
@@ -647,101 +621,8 @@ cdef object ids_to_array(const Ids* ids):
     """A uint32 numpy array holding a copy of ``ids`` (copied without the GIL: a
     batch's ids are megabytes)."""
     out = np.empty(ids.size, dtype=np.uint32)
-    cdef uint32_t[::1] view = out
+    cdef out_id_t[::1] view = out
     if ids.size:
         with nogil:
-            memcpy(&view[0], ids.data, ids.size * sizeof(uint32_t))
+            memcpy(&view[0], ids.data, ids.size * sizeof(out_id_t))
     return out
-
-
-from cpython.list cimport PyList_New, PyList_SET_ITEM
-from cpython.object cimport PyObject
-from cpython.ref cimport Py_INCREF
-from cpython.sequence cimport PySequence_Fast_ITEMS
-from libc.stdlib cimport calloc
-
-cdef extern from "Python.h":
-    Py_ssize_t Py_REFCNT(PyObject* o)
-    void Py_SET_REFCNT(PyObject* o, Py_ssize_t refcnt)
-    void PyObject_GC_UnTrack(void* o)
-
-
-def ids_to_list(const uint32_t[::1] ids, tuple id_objects):
-    """``ids`` as a list of Python ints, the prebuilt ``id_objects[i]`` for id i."""
-    return ids_to_lists(ids, np.array([0, ids.shape[0]], dtype=np.int64), id_objects)[0]
-
-
-def ids_to_lists(const uint32_t[::1] ids, const int64_t[::1] offsets, tuple id_objects):
-    """``[ids[offsets[t]:offsets[t + 1]] as a list for each t]``, from prebuilt ints.
-
-    Building lists is what makes ``encode`` slower than ``encode_to_numpy``, and
-    it needs the GIL, which threads encoding at once queue for. Taking a
-    reference per id touched each int object: a cache miss per id (~8.5 ns).
-    So each distinct id's references are added in one step, under the GIL, and
-    the pointers are written without it, into lists no other code can see yet.
-
-    The lists stay untracked by the cyclic garbage collector: a list of ints
-    cannot be part of a reference cycle (CPython untracks tuples and dicts of
-    atomic values for the same reason). Tracked, every collection while they
-    live walked their items, one cache miss per id under the GIL: 11% of the
-    time of a 2-thread ``encode_batch``, which then scaled 1.5-1.75x instead
-    of ~1.9x. The one cost: a cycle a caller later builds through such a list
-    (by storing in it a container that refers back to it) is not collected.
-    """
-    cdef Py_ssize_t n = ids.shape[0]
-    cdef Py_ssize_t n_lists = offsets.shape[0] - 1
-    cdef Py_ssize_t n_objects = len(id_objects)
-    cdef Py_ssize_t t, k, n_distinct = 0
-    cdef uint32_t token_id
-    cdef int64_t bad = -1
-    cdef PyObject** objects = PySequence_Fast_ITEMS(id_objects)
-    cdef int64_t* uses = NULL
-    cdef uint32_t* distinct = NULL
-    cdef PyObject*** items = NULL      # each list's item array
-    cdef PyObject* obj
-    if n_lists < 0 or (n_lists > 0 and (offsets[0] != 0 or offsets[n_lists] != n)):
-        raise ValueError("offsets must run from 0 to len(ids)")
-    for t in range(n_lists):
-        if offsets[t + 1] < offsets[t]:
-            raise ValueError("offsets must not decrease")
-    try:
-        with nogil:     # a vocabulary's worth of counts: zeroed without holding up other threads
-            uses = <int64_t*>calloc(n_objects + 1, sizeof(int64_t))
-            distinct = <uint32_t*>malloc((min(n, n_objects) + 1) * sizeof(uint32_t))
-            items = <PyObject***>malloc((n_lists + 1) * sizeof(PyObject**))
-            if uses == NULL or distinct == NULL or items == NULL:
-                n = 0
-                bad = -2
-            for k in range(n):
-                token_id = ids[k]
-                if token_id >= n_objects:
-                    bad = token_id
-                    break
-                if uses[token_id] == 0:
-                    distinct[n_distinct] = token_id
-                    n_distinct += 1
-                uses[token_id] += 1
-        if bad == -2:
-            raise MemoryError()
-        if bad >= 0:
-            raise ValueError(f"token id {bad} has no prebuilt int")
-        result = PyList_New(n_lists)
-        for t in range(n_lists):
-            one = PyList_New(offsets[t + 1] - offsets[t])
-            PyObject_GC_UnTrack(<PyObject*>one)
-            items[t] = PySequence_Fast_ITEMS(one)
-            Py_INCREF(one)
-            PyList_SET_ITEM(result, t, one)
-        # Nothing fails from here on: each slot below gets exactly one of these references.
-        for k in range(n_distinct):
-            obj = objects[distinct[k]]
-            Py_SET_REFCNT(obj, Py_REFCNT(obj) + uses[distinct[k]])
-        with nogil:
-            for t in range(n_lists):
-                for k in range(offsets[t], offsets[t + 1]):
-                    items[t][k - offsets[t]] = objects[ids[k]]
-        return result
-    finally:
-        free(uses)
-        free(distinct)
-        free(items)

@@ -3,8 +3,8 @@
 # functions so the hot loops stay nogil and read like C; every function is
 # inline so each kernel module compiles its own copy.
 from libc.stdint cimport int32_t, int64_t, uint64_t
-from libc.stdlib cimport free, malloc
 
+from bpe._memory cimport mem_alloc, mem_free
 from bpe._types cimport pair_t
 
 cdef struct PairMap:
@@ -30,11 +30,11 @@ cdef inline int pairmap_init(PairMap* m, int64_t min_slots) noexcept nogil:
     cdef int64_t i
     while n < min_slots:
         n *= 2
-    m.keys = <pair_t*>malloc(n * sizeof(pair_t))
-    m.values = <int32_t*>malloc(n * sizeof(int32_t))
+    m.keys = <pair_t*>mem_alloc(n * sizeof(pair_t))
+    m.values = <int32_t*>mem_alloc(n * sizeof(int32_t))
     if m.keys == NULL or m.values == NULL:
-        free(m.keys)
-        free(m.values)
+        mem_free(m.keys)
+        mem_free(m.values)
         m.keys = NULL
         m.values = NULL
         return -1
@@ -46,8 +46,8 @@ cdef inline int pairmap_init(PairMap* m, int64_t min_slots) noexcept nogil:
 
 
 cdef inline void pairmap_free(PairMap* m) noexcept nogil:
-    free(m.keys)
-    free(m.values)
+    mem_free(m.keys)
+    mem_free(m.values)
     m.keys = NULL
     m.values = NULL
     m.size = 0

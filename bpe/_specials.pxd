@@ -1,9 +1,12 @@
 # Finding special tokens in UTF-8 bytes without the GIL: the leftmost match,
-# the longest at one position (the rule of patterns.split_special). A C struct
-# and inline functions, so the encoding kernel and the pre-tokenizer each
-# compile their own copy and call it from nogil loops.
+# the longest at one position. The rule is defined once, in Python, by
+# ``bpe.specials.special_spans``; this is its nogil twin, tested against it
+# (tests/test_chunking.py). A C struct and inline functions, so the encoding
+# kernel and the scanner module each compile their own copy and call it from
+# nogil loops.
 from libc.stdint cimport int64_t, uint8_t
-from libc.stdlib cimport free, malloc
+
+from bpe._memory cimport grow, mem_alloc, mem_free
 
 cdef extern from "string.h" nogil:
     void* memmem(const void* haystack, size_t haystack_length, const void* needle,
@@ -23,9 +26,9 @@ cdef struct Needles:
 
 cdef inline int needles_init(Needles* needles, Py_ssize_t count) noexcept nogil:
     needles.count = count
-    needles.data = <const uint8_t**>malloc((count + 1) * sizeof(uint8_t*))
-    needles.lengths = <Py_ssize_t*>malloc((count + 1) * sizeof(Py_ssize_t))
-    needles.next = <Py_ssize_t*>malloc((count + 1) * sizeof(Py_ssize_t))
+    needles.data = <const uint8_t**>mem_alloc((count + 1) * sizeof(uint8_t*))
+    needles.lengths = <Py_ssize_t*>mem_alloc((count + 1) * sizeof(Py_ssize_t))
+    needles.next = <Py_ssize_t*>mem_alloc((count + 1) * sizeof(Py_ssize_t))
     if needles.data == NULL or needles.lengths == NULL or needles.next == NULL:
         return -1
     return 0
@@ -48,9 +51,9 @@ cdef inline int needles_point_at(Needles* needles, tuple tokens) except -1:
 
 
 cdef inline void needles_free(Needles* needles) noexcept nogil:
-    free(needles.data)
-    free(needles.lengths)
-    free(needles.next)
+    mem_free(needles.data)
+    mem_free(needles.lengths)
+    mem_free(needles.next)
 
 
 cdef inline void needles_restart(Needles* needles) noexcept nogil:
@@ -88,3 +91,25 @@ cdef inline Py_ssize_t next_special(Needles* needles, const uint8_t* s, Py_ssize
             best = at
             which[0] = j
     return best
+
+
+cdef inline int find_spans(Needles* needles, const uint8_t* s, Py_ssize_t n, int64_t** spans,
+                           int64_t* count) noexcept nogil:
+    """Every special token in ``s[:n]``, as ``(start, end, needle)`` triples appended
+    to ``*spans`` (grown as needed; the caller frees it), ``*count`` of them.
+    -1 when out of memory."""
+    cdef Py_ssize_t at, which = 0, position = 0
+    cdef int64_t capacity = 0
+    needles_restart(needles)
+    count[0] = 0
+    while True:
+        at = next_special(needles, s, position, n, &which)
+        if at < 0:
+            return 0
+        if grow(<void**>spans, &capacity, 3 * (count[0] + 1), sizeof(int64_t), 192) < 0:
+            return -1
+        position = at + needles.lengths[which]
+        spans[0][3 * count[0]] = at
+        spans[0][3 * count[0] + 1] = position
+        spans[0][3 * count[0] + 2] = which
+        count[0] += 1

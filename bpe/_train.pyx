@@ -25,18 +25,19 @@ pairs. Every heap entry therefore holds an upper bound of its pair's count; an
 entry popped with a stale count is pushed back with the current one, and the
 first entry popped with a current count is the true maximum.
 
-The tie-break (``pair_greater``) compares equal counts by the pair's bytes as
+The tie-break (``_greater``) compares equal counts by the pair's bytes as
 a tuple ``(bytes_left, bytes_right)``, the rule ``bpe.pure`` states in Python.
 The whole loop runs without the GIL.
 """
 from libc.stdint cimport int32_t, int64_t, uint8_t
-from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcmp, memcpy
 
 import numpy as np
 
+from bpe._checks cimport check_offsets
+from bpe._memory cimport grow, mem_alloc, mem_free, next_capacity, resize_array
 from bpe._pairmap cimport PairMap, pairmap_free, pairmap_get, pairmap_init, pairmap_set
-from bpe._types cimport count_t, pack_pair, pair_left, pair_right, pair_t, token_t
+from bpe._types cimport count_t, offset_t, pack_pair, pair_left, pair_right, pair_t, token_t
 
 cdef enum:
     N_BYTE_TOKENS = 256
@@ -63,25 +64,6 @@ cdef struct WordList:
 cdef struct HeapEntry:
     count_t count
     int32_t pair
-
-
-cdef inline int grow(void** buffer, int64_t* capacity, int64_t needed,
-                     size_t item_size) noexcept nogil:
-    """Make ``*buffer`` hold at least ``needed`` items, doubling. -1 when out of memory."""
-    cdef int64_t new_capacity = capacity[0]
-    cdef void* new_buffer
-    if needed <= new_capacity:
-        return 0
-    if new_capacity < 16:
-        new_capacity = 16
-    while new_capacity < needed:
-        new_capacity *= 2
-    new_buffer = realloc(buffer[0], new_capacity * item_size)
-    if new_buffer == NULL:
-        return -1
-    buffer[0] = new_buffer
-    capacity[0] = new_capacity
-    return 0
 
 
 cdef class MergeState:
@@ -112,8 +94,8 @@ cdef class MergeState:
         # Words: distinct pre-tokens rewritten in place as merges apply.
         int64_t n_words
         token_t* word_tokens
-        int64_t* word_start
-        int64_t* word_length
+        offset_t* word_start
+        offset_t* word_length
         count_t* word_count
         # Pairs, by pair id.
         PairMap pair_ids
@@ -131,36 +113,35 @@ cdef class MergeState:
         uint8_t* token_bytes
         int64_t token_bytes_size
         int64_t token_bytes_capacity
-        int64_t* token_start      # token t is token_bytes[token_start[t]:token_start[t + 1]]
+        offset_t* token_start     # token t is token_bytes[token_start[t]:token_start[t + 1]]
         # Merges done: merge k made token 256 + k from merge_pair[k].
         readonly int32_t max_merges
         readonly int32_t n_merges
         pair_t* merge_pair
-        count_t* merge_count
         readonly bint exhausted   # no further merge can be made
+        bint failed               # a merge failed part-way: the state is unusable
 
-    def __cinit__(self, const uint8_t[::1] data, const int64_t[::1] offsets,
+    def __cinit__(self, const uint8_t[::1] data, const offset_t[::1] offsets,
                   const count_t[::1] counts, int max_merges):
         cdef int64_t n_words = counts.shape[0]
+        cdef int64_t w
         cdef int status
-        if offsets.shape[0] != n_words + 1:
-            raise ValueError(f"offsets has {offsets.shape[0]} entries; expected {n_words + 1}")
-        if n_words > 0 and (offsets[0] != 0 or offsets[n_words] != data.shape[0]):
-            raise ValueError("offsets must start at 0 and end at len(data)")
+        check_offsets(offsets, n_words, data.shape[0], "pre-token arrays")
+        for w in range(n_words):
+            if counts[w] < 0:
+                raise ValueError(f"pre-token arrays: count {counts[w]} of pre-token {w} is negative")
         if max_merges < 0:
             raise ValueError(f"max_merges must be >= 0, got {max_merges}")
         self.n_words = n_words
         self.max_merges = max_merges
-        self.word_tokens = <token_t*>malloc(max(data.shape[0], 1) * sizeof(token_t))
-        self.word_start = <int64_t*>malloc(max(n_words, 1) * sizeof(int64_t))
-        self.word_length = <int64_t*>malloc(max(n_words, 1) * sizeof(int64_t))
-        self.word_count = <count_t*>malloc(max(n_words, 1) * sizeof(count_t))
-        self.token_start = <int64_t*>malloc((N_BYTE_TOKENS + max_merges + 1) * sizeof(int64_t))
-        self.merge_pair = <pair_t*>malloc(max(max_merges, 1) * sizeof(pair_t))
-        self.merge_count = <count_t*>malloc(max(max_merges, 1) * sizeof(count_t))
+        self.word_tokens = <token_t*>mem_alloc(max(data.shape[0], 1) * sizeof(token_t))
+        self.word_start = <offset_t*>mem_alloc(max(n_words, 1) * sizeof(offset_t))
+        self.word_length = <offset_t*>mem_alloc(max(n_words, 1) * sizeof(offset_t))
+        self.word_count = <count_t*>mem_alloc(max(n_words, 1) * sizeof(count_t))
+        self.token_start = <offset_t*>mem_alloc((N_BYTE_TOKENS + max_merges + 1) * sizeof(offset_t))
+        self.merge_pair = <pair_t*>mem_alloc(max(max_merges, 1) * sizeof(pair_t))
         if (self.word_tokens == NULL or self.word_start == NULL or self.word_length == NULL
-                or self.word_count == NULL or self.token_start == NULL
-                or self.merge_pair == NULL or self.merge_count == NULL):
+                or self.word_count == NULL or self.token_start == NULL or self.merge_pair == NULL):
             raise MemoryError()
         if pairmap_init(&self.pair_ids, 1024) < 0:
             raise MemoryError()
@@ -175,25 +156,24 @@ cdef class MergeState:
     def __dealloc__(self):
         cdef int64_t i
         for i in range(self.n_pairs):
-            free(self.pair_words[i].ids)
-        free(self.word_tokens)
-        free(self.word_start)
-        free(self.word_length)
-        free(self.word_count)
+            mem_free(self.pair_words[i].ids)
+        mem_free(self.word_tokens)
+        mem_free(self.word_start)
+        mem_free(self.word_length)
+        mem_free(self.word_count)
         pairmap_free(&self.pair_ids)
-        free(self.pair_key)
-        free(self.pair_count)
-        free(self.pair_words)
-        free(self.pair_last_word)
-        free(self.heap)
-        free(self.token_bytes)
-        free(self.token_start)
-        free(self.merge_pair)
-        free(self.merge_count)
+        mem_free(self.pair_key)
+        mem_free(self.pair_count)
+        mem_free(self.pair_words)
+        mem_free(self.pair_last_word)
+        mem_free(self.heap)
+        mem_free(self.token_bytes)
+        mem_free(self.token_start)
+        mem_free(self.merge_pair)
 
     # ------------------------------------------------------------------ setup
 
-    cdef int _load_words(self, const uint8_t* data, const int64_t* offsets,
+    cdef int _load_words(self, const uint8_t* data, const offset_t* offsets,
                          const count_t* counts) noexcept nogil:
         cdef int64_t w, i
         cdef int t
@@ -204,7 +184,7 @@ cdef class MergeState:
             self.word_length[w] = offsets[w + 1] - offsets[w] if counts[w] > 0 else 0
             for i in range(offsets[w], offsets[w + 1]):
                 self.word_tokens[i] = data[i]
-        if grow(<void**>&self.token_bytes, &self.token_bytes_capacity, 4096, 1) < 0:
+        if grow(<void**>&self.token_bytes, &self.token_bytes_capacity, 4096, 1, 16) < 0:
             return -1
         for t in range(N_BYTE_TOKENS):
             self.token_bytes[t] = <uint8_t>t
@@ -235,21 +215,21 @@ cdef class MergeState:
 
     cdef int32_t _pair_id(self, pair_t key) noexcept nogil:
         """The id of ``key``, registering it with count 0 if new. -1 when out of memory."""
+        cdef int64_t capacity
         cdef int32_t pair = pairmap_get(&self.pair_ids, key)
         if pair >= 0:
             return pair
         pair = <int32_t>self.n_pairs
         if self.n_pairs + 1 > self.pair_capacity:
-            if (grow(<void**>&self.pair_key, &self.pair_capacity, self.n_pairs + 1,
-                     sizeof(pair_t)) < 0):
+            # Four arrays share one capacity, raised once all four have grown: if
+            # one fails, those already grown are merely larger than needed.
+            capacity = next_capacity(self.pair_capacity, 16, self.n_pairs + 1)
+            if (resize_array(<void**>&self.pair_key, capacity, sizeof(pair_t)) < 0
+                    or resize_array(<void**>&self.pair_count, capacity, sizeof(count_t)) < 0
+                    or resize_array(<void**>&self.pair_words, capacity, sizeof(WordList)) < 0
+                    or resize_array(<void**>&self.pair_last_word, capacity, sizeof(int32_t)) < 0):
                 return -1
-            # The other per-pair arrays follow pair_key's capacity.
-            self.pair_count = <count_t*>realloc(self.pair_count, self.pair_capacity * sizeof(count_t))
-            self.pair_words = <WordList*>realloc(self.pair_words, self.pair_capacity * sizeof(WordList))
-            self.pair_last_word = <int32_t*>realloc(self.pair_last_word,
-                                                    self.pair_capacity * sizeof(int32_t))
-            if self.pair_count == NULL or self.pair_words == NULL or self.pair_last_word == NULL:
-                return -1
+            self.pair_capacity = capacity
         if pairmap_set(&self.pair_ids, key, pair) < 0:
             return -1
         self.pair_key[pair] = key
@@ -268,7 +248,7 @@ cdef class MergeState:
         if self.pair_last_word[pair] == word:
             return 0
         if words.size == capacity:
-            if grow(<void**>&words.ids, &capacity, words.size + 1, sizeof(int32_t)) < 0:
+            if grow(<void**>&words.ids, &capacity, words.size + 1, sizeof(int32_t), 16) < 0:
                 return -1
             words.capacity = <int32_t>capacity
         words.ids[words.size] = word
@@ -315,7 +295,7 @@ cdef class MergeState:
 
     cdef int _heap_append(self, count_t count, int32_t pair) noexcept nogil:
         if grow(<void**>&self.heap, &self.heap_capacity, self.heap_size + 1,
-                sizeof(HeapEntry)) < 0:
+                sizeof(HeapEntry), 16) < 0:
             return -1
         self.heap[self.heap_size].count = count
         self.heap[self.heap_size].pair = pair
@@ -442,7 +422,7 @@ cdef class MergeState:
         cdef int32_t n_listed = self.pair_words[pair].size
 
         if grow(<void**>&self.token_bytes, &self.token_bytes_capacity,
-                self.token_bytes_size + length_a + length_b, 1) < 0:
+                self.token_bytes_size + length_a + length_b, 1, 16) < 0:
             return -1
         memcpy(self.token_bytes + self.token_bytes_size,
                self.token_bytes + self.token_start[a], length_a)
@@ -452,7 +432,6 @@ cdef class MergeState:
         self.token_start[new + 1] = self.token_bytes_size
 
         self.merge_pair[self.n_merges] = self.pair_key[pair]
-        self.merge_count[self.n_merges] = self.pair_count[pair]
         self.n_merges += 1
         self._heap_pop()
 
@@ -463,7 +442,7 @@ cdef class MergeState:
         if BPE_DEBUG_BUILD and self.pair_count[pair] != 0:
             return INVARIANT_BROKEN   # some occurrence of the pair was not merged
         # Every occurrence was merged, and the pair can never form again.
-        free(words)
+        mem_free(words)
         self.pair_words[pair].ids = NULL
         self.pair_words[pair].size = 0
         self.pair_words[pair].capacity = 0
@@ -485,6 +464,8 @@ cdef class MergeState:
         cdef int done = 0
         cdef int32_t pair
         cdef int status = 0
+        if self.failed:
+            raise RuntimeError("this MergeState failed part-way through a merge and cannot continue")
         if min_frequency < 1:
             min_frequency = 1
         with nogil:
@@ -499,6 +480,7 @@ cdef class MergeState:
                 status = self._merge(pair)
                 if status < 0:
                     self.exhausted = True   # the state is unusable after a failure
+                    self.failed = True
                     break
                 done += 1
         if status == INVARIANT_BROKEN:
@@ -517,21 +499,7 @@ cdef class MergeState:
             view[k, 1] = pair_right(self.merge_pair[k])
         return out
 
-    def merge_counts(self):
-        """How often each merged pair occurred when it was chosen (int64)."""
-        out = np.empty(self.n_merges, dtype=np.int64)
-        cdef count_t[::1] view = out
-        cdef int k
-        for k in range(self.n_merges):
-            view[k] = self.merge_count[k]
-        return out
-
     def count_of(self, int left, int right):
         """The current count of (left, right), 0 if never seen. For tests."""
         cdef int32_t pair = pairmap_get(&self.pair_ids, pack_pair(left, right))
         return 0 if pair < 0 else self.pair_count[pair]
-
-
-def _c_type_sizes():
-    """The byte sizes of the kernel's C types, for the test that matches them to numpy."""
-    return {"token_t": sizeof(token_t), "count_t": sizeof(count_t), "pair_t": sizeof(pair_t)}

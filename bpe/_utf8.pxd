@@ -1,3 +1,5 @@
+# UTF-8 in the kernels: checking it (``first_invalid_utf8``), and writing it.
+#
 # A str's text as UTF-8, read straight from its PEP 393 storage without the
 # GIL: the caller holds a reference, and a str never changes. Lone surrogates
 # (a str may hold them; UTF-8 may not) become U+FFFD and a high surrogate
@@ -72,3 +74,49 @@ cdef inline uint8_t* write_utf8(int kind, const void* data, Py_ssize_t n, uint8_
     if kind == 2:
         return write_utf8_of(<const uint16_t*>data, n, out)
     return write_utf8_of(<const uint32_t*>data, n, out)
+
+
+cdef inline Py_ssize_t first_invalid_utf8(const uint8_t* s, Py_ssize_t n) noexcept nogil:
+    """The offset of the first byte that makes ``s[:n]`` invalid UTF-8 as Python's
+    strict decoder judges it (no overlong forms, surrogates or code points past
+    U+10FFFF), or -1 if it is valid."""
+    cdef Py_ssize_t i = 0
+    cdef Py_ssize_t k
+    cdef uint8_t b
+    cdef int need
+    cdef uint8_t low, high
+    while i < n:
+        b = s[i]
+        if b < 0x80:
+            i += 1
+            continue
+        # The allowed range of the second byte depends on the first (RFC 3629).
+        low = 0x80
+        high = 0xBF
+        if 0xC2 <= b <= 0xDF:
+            need = 1
+        elif b == 0xE0:
+            need = 2
+            low = 0xA0
+        elif 0xE1 <= b <= 0xEC or b == 0xEE or b == 0xEF:
+            need = 2
+        elif b == 0xED:
+            need = 2
+            high = 0x9F
+        elif b == 0xF0:
+            need = 3
+            low = 0x90
+        elif 0xF1 <= b <= 0xF3:
+            need = 3
+        elif b == 0xF4:
+            need = 3
+            high = 0x8F
+        else:
+            return i
+        if i + 1 >= n or not (low <= s[i + 1] <= high):
+            return i
+        for k in range(2, need + 1):
+            if i + k >= n or (s[i + k] & 0xC0) != 0x80:
+                return i
+        i += need + 1
+    return -1

@@ -1,7 +1,9 @@
 """The ``bpe`` command: train, encode, decode, count, inspect.
 
-User errors (a missing file, a bad option, an unreadable tokenizer) print one
-line and exit 2, without a traceback; progress bars show only on a terminal.
+User errors (a missing file, a bad option, an unreadable tokenizer: bpe's own
+errors, ``OSError`` and ``ValueError``) print one line and exit 2, without a
+traceback; anything else is a bug and keeps its traceback. Progress bars show
+only on a terminal.
 """
 from __future__ import annotations
 
@@ -11,11 +13,13 @@ import sys
 import time
 import warnings
 
+from bpe.errors import BpeError
+
 DEFAULT_CORPUS = os.path.join(os.path.dirname(__file__), "data", "tinyshakespeare.txt")
 
 
 class UserError(Exception):
-    """A mistake in the command line or its inputs: one line, no traceback."""
+    """A mistake in the command line itself: one line, no traceback."""
 
 
 def _printable(token: bytes) -> str:
@@ -76,7 +80,7 @@ def cmd_encode(args) -> None:
 def cmd_decode(args) -> None:
     import numpy as np
 
-    from bpe.corpus import open_tokens, read_metadata
+    from bpe import open_tokens, read_metadata
 
     tok = _load_tokenizer(args.tokenizer)
     if args.array == "-":
@@ -97,7 +101,7 @@ def cmd_count(args) -> None:
     if args.files == ["-"]:
         text = sys.stdin.read()
     else:
-        from bpe.corpus import resolve_inputs
+        from bpe.files import resolve_inputs
 
         text = "".join(open(path, encoding="utf-8").read() for path in resolve_inputs(args.files))
     n_chars, n_bytes = len(text), len(text.encode("utf-8"))
@@ -128,12 +132,13 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     train = commands.add_parser("train", help="train a tokenizer on text files")
-    train.add_argument("files", nargs="*", help="UTF-8 text files (default: Tiny Shakespeare)")
+    train.add_argument("files", nargs="*",
+                       help="UTF-8 text files or directories of *.txt files (default: Tiny Shakespeare)")
     train.add_argument("--vocab-size", type=int, required=True)
     train.add_argument("--special-token", action="append", default=[], metavar="T")
     train.add_argument("--pattern", default="gpt2", help="gpt2, cl100k, o200k or a regex")
     train.add_argument("--min-frequency", type=int, default=1)
-    train.add_argument("--workers", type=int, default=None, help="processes (default: all cores)")
+    train.add_argument("--workers", type=int, default=None, help="workers (default: all cores)")
     train.add_argument("-o", "--output", required=True, help="directory (or .bpe file) to write")
     train.add_argument("--quiet", action="store_true", help="no progress bars")
     train.set_defaults(run=cmd_train)
@@ -142,8 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     encode.add_argument("files", nargs="+", help="text files, or directories of *.txt files")
     encode.add_argument("--tokenizer", required=True, help="gpt2, cl100k_base, o200k_base or a directory")
     encode.add_argument("-o", "--output", required=True, help="the token array to write")
-    encode.add_argument("--workers", type=int, default=None,
-                        help="processes (default: one per 32 MiB of input, up to the cores)")
+    encode.add_argument("--workers", type=int, default=None, help="threads (default: all cores)")
     encode.add_argument("--dtype", default=None, help="uint16 or uint32 (default: the smallest that fits)")
     encode.add_argument("--quiet", action="store_true", help="no progress bar")
     encode.set_defaults(run=cmd_encode)
@@ -170,7 +174,7 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         args.run(args)
-    except (UserError, OSError, ValueError, TypeError, RuntimeError) as e:
+    except (UserError, BpeError, OSError, ValueError) as e:
         print(f"bpe {args.command}: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -1,4 +1,9 @@
-"""Reading and writing tokenizers: our own format, GPT-2's files, tiktoken's, Hugging Face's.
+"""Reading and writing tokenizer files as plain data: our own format, GPT-2's
+files, tiktoken's rank files, Hugging Face's ``tokenizer.json``.
+
+Readers return a ``TokenizerData`` (vocab, merges, special tokens, pattern) and
+writers take one: this module knows file layouts, not the ``Tokenizer`` built
+from them, which checks the data's consistency itself.
 
 Own format (``tokenizer.bpe``), UTF-8 text, one record per line::
 
@@ -17,53 +22,51 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
+import gzip
 import json
 import os
-import tempfile
-from typing import Iterator
+from typing import Iterator, NamedTuple, Optional
+
+from bpe.errors import TokenizerFileError
+from bpe.files import atomic_write_text
+from bpe.patterns import pattern_regex
 
 FORMAT_NAME = "bpe-tokenizer"
 FORMAT_VERSION = 1
 FILE_NAME = "tokenizer.bpe"
 
-
-class TokenizerFileError(ValueError):
-    """A tokenizer file that is corrupt, truncated or inconsistent; names the file and line."""
+Pair = tuple[bytes, bytes]
 
 
-def atomic_write_text(path: str, text: str) -> None:
-    """Write ``text`` under a temporary name and rename it to ``path`` once complete."""
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as file:
-            file.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+class TokenizerData(NamedTuple):
+    """What a tokenizer file holds. ``merges`` is None where the file has only
+    ranks (tiktoken's files): the tokenizer recovers them from the id order."""
+
+    vocab: dict[int, bytes]
+    merges: Optional[list[Pair]]
+    special_tokens: dict[str, int]
+    pattern: Optional[str]
 
 
 def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
-def save_own(tokenizer, path: str) -> str:
-    """Write ``tokenizer`` to ``path`` (a directory gets ``tokenizer.bpe`` inside)."""
-    path = os.fspath(path)
-    if os.path.isdir(path) or path.endswith(os.sep):
-        path = os.path.join(path, FILE_NAME)
-    lines = [f"{FORMAT_NAME} {FORMAT_VERSION}",
-             json.dumps({"pattern": tokenizer.pattern, "special_tokens": tokenizer.special_tokens},
-                        ensure_ascii=False),
-             f"vocab {len(tokenizer.vocab)}"]
-    lines += [f"{token_id} {_b64(token)}" for token_id, token in sorted(tokenizer.vocab.items())]
-    lines.append(f"merges {len(tokenizer.merges)}")
-    lines += [f"{_b64(left)} {_b64(right)}" for left, right in tokenizer.merges]
-    atomic_write_text(path, "\n".join(lines) + "\n")
-    return path
+def _open_binary(path: str):
+    """``path`` opened for reading bytes, through gzip when it ends in ``.gz``."""
+    return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
+
+
+def _read_bytes(path: str) -> bytes:
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{path}: no such file")
+    with _open_binary(path) as file:
+        try:
+            return file.read()
+        except (EOFError, gzip.BadGzipFile, OSError) as e:
+            raise TokenizerFileError(f"{path}: cannot be read as {'gzip' if path.endswith('.gz') else 'a file'}: "
+                                     f"{e}") from None
 
 
 class _Lines:
@@ -71,8 +74,7 @@ class _Lines:
 
     def __init__(self, path: str):
         self.path = path
-        with open(path, "rb") as file:
-            raw = file.read()
+        raw = _read_bytes(path)
         try:
             self.lines = raw.decode("utf-8").split("\n")
         except UnicodeDecodeError as e:
@@ -81,7 +83,7 @@ class _Lines:
             self.lines.pop()
         self.position = 0
 
-    def error(self, message: str, line: int | None = None) -> TokenizerFileError:
+    def error(self, message: str, line: Optional[int] = None) -> TokenizerFileError:
         line = self.position if line is None else line
         return TokenizerFileError(f"{self.path}, line {line}: {message}")
 
@@ -106,15 +108,33 @@ class _Lines:
             raise self.error(f"{field[:40]!r} is not base64") from None
 
 
-def load_own(path: str):
-    """Read a tokenizer written by ``save_own``."""
-    from bpe.tokenizer import Tokenizer
+# --------------------------------------------------------------------------- own format
 
+def write_own(path: str, data: TokenizerData) -> str:
+    """Write ``data`` to ``path`` (a directory gets ``tokenizer.bpe`` inside); returns the path."""
     path = os.fspath(path)
-    if os.path.isdir(path):
+    if os.path.isdir(path) or path.endswith(os.sep):
         path = os.path.join(path, FILE_NAME)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"{path}: no such file")
+    lines = [f"{FORMAT_NAME} {FORMAT_VERSION}",
+             json.dumps({"pattern": data.pattern, "special_tokens": data.special_tokens},
+                        ensure_ascii=False),
+             f"vocab {len(data.vocab)}"]
+    lines += [f"{token_id} {_b64(token)}" for token_id, token in sorted(data.vocab.items())]
+    lines.append(f"merges {len(data.merges)}")
+    lines += [f"{_b64(left)} {_b64(right)}" for left, right in data.merges]
+    atomic_write_text(path, "\n".join(lines) + "\n")
+    return path
+
+
+def own_path(path) -> str:
+    """The own-format file ``path`` names: itself, or ``tokenizer.bpe`` inside a directory."""
+    path = os.fspath(path)
+    return os.path.join(path, FILE_NAME) if os.path.isdir(path) else path
+
+
+def read_own(path) -> TokenizerData:
+    """Read a tokenizer written by ``write_own`` (a file or its directory)."""
+    path = own_path(path)
     lines = _Lines(path)
     first = lines.next("the format line")
     if first != f"{FORMAT_NAME} {FORMAT_VERSION}":
@@ -136,19 +156,30 @@ def load_own(path: str):
         merges.append((lines.b64(record[0]), lines.b64(record[1])))
     if lines.position != len(lines.lines):
         raise lines.error("unexpected data after the merges", lines.position + 1)
-    try:
-        return Tokenizer(vocab, merges, special_tokens, pattern=pattern)
-    except ValueError as e:
-        raise TokenizerFileError(f"{path}: {e}") from None
+    return TokenizerData(vocab, merges, special_tokens, pattern)
 
 
 # --------------------------------------------------------------------------- GPT-2 files
 
-def _gpt2_byte_maps() -> tuple[dict[int, str], dict[str, int]]:
-    from bpe.pretrained import gpt2_byte_decoder
+@functools.lru_cache(maxsize=None)
+def gpt2_byte_decoder() -> dict[str, int]:
+    """GPT-2's printable stand-in character for each byte, inverted (character -> byte)."""
+    printable = (list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1))
+                 + list(range(ord("®"), ord("ÿ") + 1)))
+    characters = printable[:]
+    extra = 0
+    for byte in range(256):
+        if byte not in printable:
+            printable.append(byte)
+            characters.append(256 + extra)
+            extra += 1
+    return {chr(c): b for b, c in zip(printable, characters)}
 
-    decoder = gpt2_byte_decoder()
-    return {b: c for c, b in decoder.items()}, decoder
+
+@functools.lru_cache(maxsize=None)
+def gpt2_byte_encoder() -> dict[int, str]:
+    """GPT-2's printable stand-in character for each byte."""
+    return {b: c for c, b in gpt2_byte_decoder().items()}
 
 
 def _to_gpt2_text(token: bytes, encoder: dict[int, str]) -> str:
@@ -162,15 +193,16 @@ def _from_gpt2_text(text: str, decoder: dict[str, int], where: str) -> bytes:
         raise TokenizerFileError(f"{where}: {e.args[0]!r} is not one of GPT-2's byte characters") from None
 
 
-def read_gpt2_files(vocab_json: str, merges_txt: str):
-    """``(vocab, merges)`` from GPT-2's ``encoder.json``/``vocab.json`` and ``vocab.bpe``/``merges.txt``."""
-    _, decoder = _gpt2_byte_maps()
+def read_gpt2_files(vocab_json: str, merges_txt: str) -> tuple[dict[int, bytes], list[Pair]]:
+    """``(vocab, merges)`` from GPT-2's ``encoder.json``/``vocab.json`` and
+    ``vocab.bpe``/``merges.txt`` (with or without the ``#version`` line; ``.gz`` too)."""
+    decoder = gpt2_byte_decoder()
+    vocab_json, merges_txt = os.fspath(vocab_json), os.fspath(merges_txt)
     for path in (vocab_json, merges_txt):
         if not os.path.exists(path):
             raise FileNotFoundError(f"{path}: no such file")
     try:
-        with open(vocab_json, encoding="utf-8") as f:
-            encoded = json.load(f)
+        encoded = json.loads(_read_bytes(vocab_json).decode("utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise TokenizerFileError(f"{vocab_json}: not a JSON vocabulary: {e}") from None
     if not isinstance(encoded, dict):
@@ -196,46 +228,61 @@ def read_gpt2_files(vocab_json: str, merges_txt: str):
     return vocab, merges
 
 
-def write_gpt2_files(tokenizer, directory: str) -> tuple[str, str]:
+def write_gpt2_files(directory: str, data: TokenizerData) -> tuple[str, str]:
     """Write ``vocab.json`` and ``merges.txt`` (with a ``#version: 0.2`` line) into ``directory``."""
-    encoder, _ = _gpt2_byte_maps()
+    encoder = gpt2_byte_encoder()
+    directory = os.fspath(directory)
     os.makedirs(directory, exist_ok=True)
     vocab_path = os.path.join(directory, "vocab.json")
     merges_path = os.path.join(directory, "merges.txt")
-    encoded = {_to_gpt2_text(token, encoder): token_id for token_id, token in sorted(tokenizer.vocab.items())}
-    if len(encoded) != len(tokenizer.vocab):
+    encoded = {_to_gpt2_text(token, encoder): token_id for token_id, token in sorted(data.vocab.items())}
+    if len(encoded) != len(data.vocab):
         raise ValueError("the vocab holds the same bytes under two ids; GPT-2's vocab.json cannot")
     atomic_write_text(vocab_path, json.dumps(encoded, ensure_ascii=False))
     atomic_write_text(merges_path, "#version: 0.2\n" + "".join(
-        f"{_to_gpt2_text(a, encoder)} {_to_gpt2_text(b, encoder)}\n" for a, b in tokenizer.merges))
+        f"{_to_gpt2_text(a, encoder)} {_to_gpt2_text(b, encoder)}\n" for a, b in data.merges))
     return vocab_path, merges_path
 
 
 # --------------------------------------------------------------------------- tiktoken files
 
-def write_tiktoken(tokenizer, path: str) -> str:
+def read_tiktoken_ranks(path) -> dict[int, bytes]:
+    """A tiktoken rank file (plain or .gz): ``base64 rank`` per line -> {rank: bytes}."""
+    path = os.fspath(path)
+    vocab = {}
+    for number, line in enumerate(_read_bytes(path).split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            token, rank = line.split()
+            vocab[int(rank)] = base64.b64decode(token, validate=True)
+        except (ValueError, binascii.Error) as e:
+            raise TokenizerFileError(f"{path}, line {number}: expected '<base64> <rank>': {e}") from None
+    return vocab
+
+
+def write_tiktoken(path: str, data: TokenizerData) -> str:
     """Write the ordinary tokens as tiktoken's ``base64 rank`` lines (rank = id)."""
-    special_ids = set(tokenizer.special_tokens.values())
+    special_ids = set(data.special_tokens.values())
     atomic_write_text(path, "".join(f"{_b64(token)} {token_id}\n"
-                                    for token_id, token in sorted(tokenizer.vocab.items())
+                                    for token_id, token in sorted(data.vocab.items())
                                     if token_id not in special_ids))
     return path
 
 
 # --------------------------------------------------------------------------- Hugging Face
 
-def write_huggingface(tokenizer, path: str) -> str:
+def write_huggingface(path: str, data: TokenizerData) -> str:
     """Write a ``tokenizer.json`` for Hugging Face ``tokenizers``: byte-level BPE, the
     same pattern as a Split pre-tokenizer, special tokens as added tokens.
 
     A directory gets ``tokenizer.json`` inside.
     """
-    from bpe.patterns import pattern_regex
-
+    path = os.fspath(path)
     if os.path.isdir(path):
         path = os.path.join(path, "tokenizer.json")
-    encoder, _ = _gpt2_byte_maps()
-    source = pattern_regex(tokenizer.pattern)
+    encoder = gpt2_byte_encoder()
+    source = pattern_regex(data.pattern)
     if source is not None:
         # Oniguruma (tokenizers' regex engine) reads "{1,3}+" as a repeated interval,
         # not a possessive one; as its own alternative, greedy "{1,3}" matches the same.
@@ -250,7 +297,7 @@ def write_huggingface(tokenizer, path: str) -> str:
         "padding": None,
         "added_tokens": [{"id": token_id, "content": name, "single_word": False, "lstrip": False,
                           "rstrip": False, "normalized": False, "special": True}
-                         for name, token_id in tokenizer.special_tokens.items()],
+                         for name, token_id in data.special_tokens.items()],
         "normalizer": None,
         "pre_tokenizer": {"type": "Sequence", "pretokenizers": pre_tokenizers},
         "post_processor": None,
@@ -262,20 +309,10 @@ def write_huggingface(tokenizer, path: str) -> str:
             # A pre-token that is itself a token maps straight to it, as in bpe and tiktoken.
             "ignore_merges": True,
             "vocab": {_to_gpt2_text(token, encoder): token_id
-                      for token_id, token in sorted(tokenizer.vocab.items())},
+                      for token_id, token in sorted(data.vocab.items())},
             "merges": [f"{_to_gpt2_text(a, encoder)} {_to_gpt2_text(b, encoder)}"
-                       for a, b in tokenizer.merges],
+                       for a, b in data.merges],
         },
     }
     atomic_write_text(path, json.dumps(document, ensure_ascii=False))
     return path
-
-
-def load(name_or_path):
-    """Load "gpt2", "cl100k_base" or "o200k_base" (shipped in the package, offline), or
-    a tokenizer saved with ``Tokenizer.save`` (a file or its directory)."""
-    from bpe.pretrained import PRETRAINED, load_pretrained
-
-    if isinstance(name_or_path, str) and name_or_path in PRETRAINED:
-        return load_pretrained(name_or_path)
-    return load_own(name_or_path)

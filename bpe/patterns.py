@@ -1,14 +1,16 @@
-"""Pre-tokenization rules: the named patterns, special-token splitting, safe cut points.
+"""Pre-tokenization rules: the named patterns, ``pretokenize``, safe cut points.
 
 Each rule lives here once; the trainer, the encoder, the chunker and ``bpe.pure``
-all refer to these definitions.
+all refer to these definitions. (Special tokens have their own module,
+``bpe.specials``.)
 """
 from __future__ import annotations
 
-import functools
-from typing import Iterator, Optional, Sequence
+from typing import Optional
 
 import regex
+
+from bpe import _scanner
 
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 CL100K_PATTERN = (
@@ -69,7 +71,7 @@ def compile_pattern(pattern: Optional[str]):
 def pretokenize(text: str, pattern: Optional[str] = "gpt2") -> list[str]:
     """Split ``text`` into pre-tokens: exactly ``regex.findall(pattern, text)``.
 
-    Built-in patterns use the native scanners (``bpe/_pretok.pyx``), custom ones
+    Built-in patterns use the native scanners (``bpe/_scanner.pyx``), custom ones
     ``regex``. ``pattern=None`` keeps the text whole (one pre-token, none if empty).
 
     >>> pretokenize("Hello world's  end")
@@ -77,10 +79,8 @@ def pretokenize(text: str, pattern: Optional[str] = "gpt2") -> list[str]:
     """
     native = native_pattern_id(pattern)
     if native is not None:
-        from bpe import _pretok
-
         data = text.encode("utf-8", "surrogatepass")
-        offsets = _pretok.split_offsets(data, native).tolist()
+        offsets = _scanner.split_offsets(data, native).tolist()
         return [data[a:b].decode("utf-8", "surrogatepass") for a, b in zip(offsets, offsets[1:])]
     compiled = compile_pattern(pattern)
     if compiled is None:
@@ -88,111 +88,10 @@ def pretokenize(text: str, pattern: Optional[str] = "gpt2") -> list[str]:
     return compiled.findall(text)
 
 
-# --------------------------------------------------------------------------- special tokens
-
-def check_special_tokens(special_tokens: Sequence[str]) -> list[str]:
-    """Validate special tokens: non-empty, distinct strings. Returns them as a list."""
-    if isinstance(special_tokens, str):
-        raise TypeError("special_tokens must be a sequence of str, not a single str "
-                        f"(did you mean [{special_tokens!r}]?)")
-    tokens = list(special_tokens)
-    seen = set()
-    for token in tokens:
-        if not isinstance(token, str):
-            raise TypeError(f"special token {token!r} is not a str")
-        if not token:
-            raise ValueError("special tokens must not be empty strings")
-        if token in seen:
-            raise ValueError(f"special token {token!r} is given twice")
-        seen.add(token)
-    return tokens
-
-
-def special_regex(special_tokens: Sequence[str], as_bytes: bool = False):
-    return _special_regex(tuple(special_tokens), as_bytes)
-
-
-@functools.lru_cache(maxsize=64)
-def _special_regex(special_tokens: tuple[str, ...], as_bytes: bool):
-    """A regex matching any of ``special_tokens``, the longest first where they overlap.
-
-    With ``as_bytes`` it matches their UTF-8 bytes in UTF-8 text, at the same
-    places: a valid UTF-8 string can only match at character boundaries.
-    None when there are no special tokens.
-    """
-    if not special_tokens:
-        return None
-    ordered = sorted(special_tokens, key=len, reverse=True)
-    if as_bytes:
-        return regex.compile(b"|".join(regex.escape(token.encode("utf-8")) for token in ordered))
-    return regex.compile("|".join(regex.escape(token) for token in ordered))
-
-
-_NOGIL_SEARCH_BYTES = 1 << 16
-
-
-def special_spans(text, special_tokens) -> list[tuple[int, int, int]]:
-    """``(start, end, index)`` of each special token in ``text``, the rule of
-    ``split_special`` computed with ``find`` (memchr speed) instead of a regex.
-
-    ``text`` and ``special_tokens`` are both str or both bytes; ``index`` points
-    into ``special_tokens``. Leftmost first; at one position the longest wins.
-    """
-    if not isinstance(text, str) and (not isinstance(text, bytes) or len(text) >= _NOGIL_SEARCH_BYTES):
-        # Found without the GIL (memmem), so threads pre-tokenize in parallel; short
-        # texts are searched faster by find, whose call costs less. Other bytes-like
-        # objects (a reused read buffer) have no find: search them here too.
-        from bpe._pretok import find_special_spans
-
-        return find_special_spans(text, special_tokens)
-    # Every occurrence (overlaps included), then the matches a left-to-right scan
-    # makes: the leftmost first, the longest at one position, none overlapping a kept one.
-    found = []
-    for index, token in enumerate(special_tokens):
-        position = text.find(token)
-        while position >= 0:
-            found.append((position, -len(token), index))
-            position = text.find(token, position + 1)
-    found.sort()
-    spans = []
-    end = 0
-    for start, negative_length, index in found:
-        if start >= end:
-            end = start - negative_length
-            spans.append((start, end, index))
-    return spans
-
-
 def native_pattern_id(pattern: Optional[str]) -> Optional[int]:
-    """The native scanner's id for a built-in pattern (tables installed), else None."""
+    """The native scanner's id for a built-in pattern, else None."""
     pattern = canonical_pattern(pattern)
-    if pattern not in PATTERNS:
-        return None
-    from bpe import _pretok, unicode
-
-    unicode.install()
-    return _pretok.PATTERN_IDS[pattern]
-
-
-def split_special(text: str, special_tokens: Sequence[str]) -> Iterator[tuple[str, Optional[str]]]:
-    """Yield ``(segment, special)`` pairs: ordinary text, then the special token that ends it.
-
-    The last pair's special is None. At any position the longest special token
-    that matches wins, so ``<|endoftext|><|endoftext|>`` beats ``<|endoftext|>``
-    when both are registered; the earliest match wins over a later, longer one.
-
-    >>> list(split_special("a<|x|>b", ["<|x|>"]))
-    [('a', '<|x|>'), ('b', None)]
-    """
-    matcher = special_regex(special_tokens)
-    if matcher is None:
-        yield text, None
-        return
-    start = 0
-    for match in matcher.finditer(text):
-        yield text[start:match.start()], match.group()
-        start = match.end()
-    yield text[start:], None
+    return _scanner.PATTERN_IDS.get(pattern)
 
 
 # --------------------------------------------------------------------------- safe cuts

@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Iterable, Optional, Sequence
 
-from bpe.patterns import compile_pattern, split_special
+from bpe.patterns import compile_pattern
+from bpe.specials import split_special
 
 Pair = tuple[bytes, bytes]
 

@@ -1,6 +1,10 @@
-"""The Tokenizer: a vocabulary, its ordered merges, special tokens and a pattern."""
+"""The Tokenizer: a vocabulary, its ordered merges, special tokens and a pattern;
+and ``load``, which reads one by name or from a file."""
 from __future__ import annotations
 
+import functools
+import hashlib
+import json
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -8,22 +12,28 @@ from typing import AbstractSet, Collection, Iterable, Iterator, Literal, Mapping
 
 import numpy as np
 
-from bpe.encoding import Encoding
-from bpe.patterns import (canonical_pattern, check_special_tokens, find_safe_cut,
-                          native_pattern_id, special_regex, special_spans)
+from bpe._lists import ids_to_list, ids_to_lists
+from bpe.encode_file import encode_file
+from bpe.encoder import Encoder
+from bpe.errors import TokenizerFileError
+from bpe.formats import (TokenizerData, own_path, read_gpt2_files, read_own, read_tiktoken_ranks,
+                         write_gpt2_files, write_huggingface, write_own, write_tiktoken)
+from bpe.patterns import canonical_pattern, find_safe_cut, native_pattern_id
+from bpe.pretrained import PRETRAINED, pretrained_data
+from bpe.specials import check_special_tokens, refuse_disallowed, special_policy, special_spans
 
 Pair = tuple[bytes, bytes]
-#: encode_batch hands the kernel about this many characters per call.
-BATCH_BYTES = 1 << 18
+#: encode_batch hands the kernel about this many characters (not bytes) per call.
+BATCH_CHARS = 1 << 18
 
 
-def _batches(texts: Sequence[str]) -> list[list[str]]:
-    """``texts`` in consecutive groups of about ``BATCH_BYTES`` characters."""
+def batches(texts: Sequence[str]) -> list[list[str]]:
+    """``texts`` in consecutive groups of about ``BATCH_CHARS`` characters."""
     batches, size, current = [], 0, []
     for text in texts:
         current.append(text)
         size += len(text)
-        if size >= BATCH_BYTES:
+        if size >= BATCH_CHARS:
             batches.append(current)
             current, size = [], 0
     if current:
@@ -65,7 +75,7 @@ class Tokenizer:
             if token_id not in special_ids:
                 self._ids_by_bytes.setdefault(token, token_id)
         self._encoder_lock = threading.Lock()
-        self._encoder = None
+        self._encoder: Optional[Encoder] = None
         for byte in range(256):
             if bytes([byte]) not in self._ids_by_bytes:
                 raise ValueError(f"the vocab has no token for byte {byte:#04x}")
@@ -73,11 +83,11 @@ class Tokenizer:
         if merges is not None:
             self.merges = self._check_merges(merges)
         else:
-            # Recovering the merges builds the very Encoding that encoding needs (the
+            # Recovering the merges builds the very Encoder that encoding needs (the
             # same tokens in the same order): keep it rather than build it again on
             # the first encode (0.4 s for o200k).
-            self.merges, encoding = self._merges_from_ranks()
-            self._set_encoding(encoding)
+            self.merges, encoder = self._merges_from_ranks()
+            self._set_encoder(encoder)
 
     def _check_special_tokens(self, special_tokens) -> dict[str, int]:
         if special_tokens is None:
@@ -112,14 +122,14 @@ class Tokenizer:
             checked.append((left, right))
         return checked
 
-    def _merges_from_ranks(self) -> tuple[list[Pair], Encoding]:
+    def _merges_from_ranks(self) -> tuple[list[Pair], Encoder]:
         """Recover merges from id order: token k (after the bytes) is made by merging
         the two parts it splits into when only the merges before it apply."""
         special_ids = set(self.special_tokens.values())
         ranked = [token_id for token_id, token in sorted(self.vocab.items())
                   if token_id not in special_ids and len(token) > 1
                   and self._ids_by_bytes.get(token) == token_id]
-        encoder = Encoding.from_tokens(self._ids_by_bytes, ranked, self.pattern, self.special_tokens)
+        encoder = Encoder.from_tokens(self._ids_by_bytes, ranked, self.pattern, self.special_tokens)
         parts, n_parts = encoder.split_ranked([self.vocab[token_id] for token_id in ranked])
         bad = np.flatnonzero(n_parts != 2)
         if len(bad):
@@ -129,7 +139,8 @@ class Tokenizer:
         vocab = self.vocab
         return [(vocab[left], vocab[right]) for left, right in parts.tolist()], encoder
 
-    def _encoding(self) -> Encoding:
+    @property
+    def encoder(self) -> Encoder:
         """The encoding kernel and its state, built on first use (thread-safe)."""
         if self._encoder is None:
             with self._encoder_lock:
@@ -140,57 +151,29 @@ class Tokenizer:
                         if token_id not in seen:
                             seen.add(token_id)
                             ranked.append(token_id)
-                    self._set_encoding(Encoding.from_tokens(self._ids_by_bytes, ranked, self.pattern,
-                                                            self.special_tokens))
+                    self._set_encoder(Encoder.from_tokens(self._ids_by_bytes, ranked, self.pattern,
+                                                          self.special_tokens))
         return self._encoder
 
-    def _set_encoding(self, encoding: Encoding) -> None:
+    def _set_encoder(self, encoder: Encoder) -> None:
         self._id_objects = tuple(range(self.n_vocab))   # set first: readers test _encoder alone
-        self._encoder = encoding
+        self._encoder = encoder
 
     def _to_list(self, ids: np.ndarray) -> list[int]:
-        from bpe._encode import ids_to_list
-
-        self._encoding()
+        self.encoder
         return ids_to_list(ids, self._id_objects)
 
     # ------------------------------------------------------------------ encoding
 
     def _allowed(self, allowed_special, disallowed_special, text: str) -> list[str]:
         """The special tokens to recognise; raises if a disallowed one is in ``text``."""
-        allowed, disallowed = self._special_policy(allowed_special, disallowed_special)
-        if disallowed:
-            self._refuse_disallowed(disallowed, text)
+        allowed, disallowed = special_policy(self.special_tokens, allowed_special, disallowed_special)
+        refuse_disallowed(disallowed, text)
         return allowed
-
-    def _special_policy(self, allowed_special, disallowed_special) -> tuple[list[str], set[str]]:
-        """The special tokens to recognise (sorted) and those whose text is refused."""
-        names = set(self.special_tokens)
-        allowed = names if allowed_special == "all" else set(allowed_special)
-        unknown = allowed - names
-        if unknown:
-            raise ValueError(f"allowed_special names {sorted(unknown)[0]!r}, which is not a "
-                             "special token of this tokenizer")
-        disallowed = names - allowed if disallowed_special == "all" else set(disallowed_special)
-        return sorted(allowed), disallowed
-
-    @staticmethod
-    def _refuse_disallowed(disallowed: set[str], text: str) -> None:
-        """Raise ValueError, as tiktoken does, if ``text`` holds a disallowed special token."""
-        match = special_regex(sorted(disallowed)).search(text)
-        if match:
-            token = match.group()
-            raise ValueError(
-                f"Encountered text corresponding to disallowed special token {token!r}.\n"
-                f"If you want this text to be encoded as a special token, pass it to "
-                f"`allowed_special`, e.g. `allowed_special={{{token!r}, ...}}`.\n"
-                f"If you want this text to be encoded as normal text, disable the check for "
-                f"this token by passing `disallowed_special=(enc.special_tokens_set - {{{token!r}}})`.\n"
-                f"To disable this check for all special tokens, pass `disallowed_special=()`.")
 
     def _encode_array(self, text: str, allowed: Sequence[str]) -> np.ndarray:
         """The ids of ``text`` (uint32), ``allowed`` special tokens recognised."""
-        return self._encoding().encode_strs([text], allowed)[0]
+        return self.encoder.encode_strs([text], allowed)[0]
 
     def encode(self, text: str, *, allowed_special: Union[Literal["all"], AbstractSet[str]] = "all",
                disallowed_special: Union[Literal["all"], Collection[str]] = ()) -> list[int]:
@@ -215,9 +198,10 @@ class Tokenizer:
                         disallowed_special=()) -> np.ndarray:
         """The ids as a numpy array: uint16 when every id fits, else uint32 (or ``dtype``)."""
         ids = self._encode_array(text, self._allowed(allowed_special, disallowed_special, text))
-        return ids.astype(self._dtype(dtype), copy=False)
+        return ids.astype(self.token_dtype(dtype), copy=False)
 
-    def _dtype(self, dtype) -> np.dtype:
+    def token_dtype(self, dtype=None) -> np.dtype:
+        """``dtype`` checked to hold every id; None: uint16 when every id fits, else uint32."""
         if dtype is None:
             return np.dtype(np.uint16 if self.n_vocab <= 2**16 else np.uint32)
         dtype = np.dtype(dtype)
@@ -229,29 +213,26 @@ class Tokenizer:
                      allowed_special="all", disallowed_special=()) -> list[list[int]]:
         """Encode many texts on a thread pool; the kernel runs without the GIL.
 
-        Texts go in batches of about ``BATCH_BYTES``: each batch is converted to
+        Texts go in batches of about ``BATCH_CHARS``: each batch is converted to
         UTF-8 and encoded in one GIL-free kernel call, then holds the GIL briefly
         to build its lists, so one thread's kernel time overlaps the other's list
         building (text-by-text calls made the threads queue for the GIL).
         """
-        batches = _batches(texts)
-        encoding = self._encoding()
-        allowed, disallowed = self._special_policy(allowed_special, disallowed_special)
+        groups = batches(texts)
+        encoder = self.encoder
+        allowed, disallowed = special_policy(self.special_tokens, allowed_special, disallowed_special)
 
         def encode(batch: list[str]) -> list[list[int]]:
-            if disallowed:
-                for text in batch:
-                    self._refuse_disallowed(disallowed, text)
-            from bpe._encode import ids_to_lists
-
-            ids, offsets = encoding.encode_strs(batch, allowed)
+            for text in batch:
+                refuse_disallowed(disallowed, text)
+            ids, offsets = encoder.encode_strs(batch, allowed)
             return ids_to_lists(ids, offsets, self._id_objects)
 
-        num_threads = max(1, min(num_threads or os.cpu_count() or 1, len(batches) or 1))
+        num_threads = max(1, min(num_threads or os.cpu_count() or 1, len(groups) or 1))
         if num_threads == 1:
-            return [ids for batch in batches for ids in encode(batch)]
+            return [ids for batch in groups for ids in encode(batch)]
         with ThreadPoolExecutor(max_workers=num_threads) as pool:
-            return [ids for part in pool.map(encode, batches) for ids in part]
+            return [ids for part in pool.map(encode, groups) for ids in part]
 
     def encode_iterable(self, texts: Iterable[str], *, allowed_special="all",
                         disallowed_special=(), flush_chars: int = 1 << 16) -> Iterator[int]:
@@ -315,16 +296,15 @@ class Tokenizer:
         documents start). The ids equal ``encode`` of each file's text for any
         ``num_workers`` (None: one process per 32 MiB of input, up to the cores);
         nothing is left at ``output`` unless the run completes. Returns an
-        ``EncodeSummary``. See ``bpe.corpus``.
+        ``EncodeSummary``. See ``bpe.encode_file``.
         """
-        from bpe.corpus import encode_file
-
         return encode_file(self, inputs, output, dtype=dtype, num_workers=num_workers,
                            allowed_special=allowed_special, errors=errors, progress=progress)
 
     def clear_cache(self) -> None:
-        """Forget the pre-tokens encoded so far (encoding keeps a cache of them
-        across calls, up to 2^18 per concurrent call), releasing its memory. The
+        """Forget the pre-tokens encoded so far, releasing their memory. Encoding
+        keeps a cache of them per session, across calls: up to 2^18 pre-tokens in
+        each of the sessions pooled for concurrent calls (``bpe.encoder``). The
         next call starts cold, as on a fresh tokenizer: what a benchmark should
         time, since a text encoded twice is all cache hits the second time."""
         if self._encoder is not None:
@@ -362,6 +342,30 @@ class Tokenizer:
         """One more than the largest id (tiktoken's meaning)."""
         return self._n_vocab
 
+    def fingerprint(self) -> str:
+        """sha256 of everything that decides the ids: pattern, special tokens, vocab, merges."""
+        digest = hashlib.sha256()
+        digest.update(json.dumps([self.pattern, sorted(self.special_tokens.items())]).encode())
+        for token_id, token in sorted(self.vocab.items()):
+            digest.update(token_id.to_bytes(4, "little") + len(token).to_bytes(4, "little") + token)
+        for left, right in self.merges:
+            digest.update(len(left).to_bytes(4, "little") + left + right)
+        return digest.hexdigest()
+
+    # ------------------------------------------------------------------ files
+
+    @classmethod
+    def from_data(cls, data: TokenizerData, source: str) -> "Tokenizer":
+        """A tokenizer from what a file held; inconsistencies raise TokenizerFileError
+        naming ``source``."""
+        try:
+            return cls(data.vocab, data.merges, data.special_tokens, pattern=data.pattern)
+        except (ValueError, TypeError) as e:
+            raise TokenizerFileError(f"{source}: {e}") from None
+
+    def _data(self) -> TokenizerData:
+        return TokenizerData(self.vocab, self.merges, self.special_tokens, self.pattern)
+
     @classmethod
     def from_files(cls, vocab_json, merges_txt, special_tokens=None, *,
                    pattern: Optional[str] = "gpt2") -> "Tokenizer":
@@ -371,36 +375,25 @@ class Tokenizer:
         ``special_tokens`` (names or name -> id) must be in the vocab; by default
         ``<|endoftext|>`` is special if the vocab has it.
         """
-        from bpe.formats import TokenizerFileError, read_gpt2_files
-
-        vocab, merges = read_gpt2_files(os.fspath(vocab_json), os.fspath(merges_txt))
+        vocab, merges = read_gpt2_files(vocab_json, merges_txt)
         if special_tokens is None:
             special_tokens = [t for t in ("<|endoftext|>",) if t.encode() in vocab.values()]
-        try:
-            return cls(vocab, merges, special_tokens, pattern=pattern)
-        except ValueError as e:
-            raise TokenizerFileError(f"{merges_txt}: {e}") from None
+        return cls.from_data(TokenizerData(vocab, merges, special_tokens, pattern), os.fspath(merges_txt))
 
     def to_files(self, directory) -> tuple[str, str]:
         """Write GPT-2 style ``vocab.json`` and ``merges.txt`` into ``directory``."""
-        from bpe.formats import write_gpt2_files
-
-        return write_gpt2_files(self, os.fspath(directory))
+        return write_gpt2_files(os.fspath(directory), self._data())
 
     @classmethod
     def from_tiktoken(cls, path, *, pattern: Optional[str],
                       special_tokens: Optional[Mapping[str, int]] = None) -> "Tokenizer":
         """Load a tiktoken rank file (``base64 rank`` lines; ``.gz`` too); merges are
         recovered from the ranks."""
-        from bpe.pretrained import read_tiktoken_ranks
-
         path = os.fspath(path)
-        if not os.path.exists(path):
-            raise FileNotFoundError(f"{path}: no such file")
         vocab = read_tiktoken_ranks(path)
         for name, token_id in (special_tokens or {}).items():
             vocab[token_id] = name.encode("utf-8")
-        return cls(vocab, None, dict(special_tokens or {}), pattern=pattern)
+        return cls.from_data(TokenizerData(vocab, None, dict(special_tokens or {}), pattern), path)
 
     def to_tiktoken(self, path) -> str:
         """Write the ordinary tokens as a tiktoken rank file (rank = id).
@@ -408,15 +401,11 @@ class Tokenizer:
         ``tiktoken.Encoding(name, pat_str=..., mergeable_ranks=tiktoken.load.load_tiktoken_bpe(path),
         special_tokens=tok.special_tokens)`` then encodes as this tokenizer does.
         """
-        from bpe.formats import write_tiktoken
-
-        return write_tiktoken(self, os.fspath(path))
+        return write_tiktoken(os.fspath(path), self._data())
 
     def to_huggingface(self, path) -> str:
         """Write a Hugging Face ``tokenizer.json`` (a directory gets one inside)."""
-        from bpe.formats import write_huggingface
-
-        return write_huggingface(self, os.fspath(path))
+        return write_huggingface(os.fspath(path), self._data())
 
     def save(self, path) -> str:
         """Write this tokenizer in bpe's own format; a directory gets ``tokenizer.bpe``.
@@ -424,9 +413,7 @@ class Tokenizer:
         Returns the path written. The file is complete or absent: it is written
         under a temporary name and renamed.
         """
-        from bpe.formats import save_own
-
-        return save_own(self, path)
+        return write_own(path, self._data())
 
     def __eq__(self, other) -> bool:
         if not isinstance(other, Tokenizer):
@@ -437,3 +424,17 @@ class Tokenizer:
     def __repr__(self) -> str:
         return (f"Tokenizer(n_vocab={self.n_vocab}, merges={len(self.merges)}, "
                 f"special_tokens={len(self.special_tokens)}, pattern={self.pattern!r})")
+
+
+@functools.lru_cache(maxsize=None)
+def _load_pretrained(name: str) -> Tokenizer:
+    return Tokenizer.from_data(pretrained_data(name), name)
+
+
+def load(name_or_path) -> Tokenizer:
+    """Load "gpt2", "cl100k_base" or "o200k_base" (shipped in the package, offline), or
+    a tokenizer saved with ``Tokenizer.save`` (a file or its directory)."""
+    if isinstance(name_or_path, str) and name_or_path in PRETRAINED:
+        return _load_pretrained(name_or_path)
+    path = own_path(name_or_path)
+    return Tokenizer.from_data(read_own(path), path)

@@ -5,9 +5,9 @@ import warnings
 from typing import Iterable, Optional, Sequence
 
 from bpe._train import MergeState
-from bpe.patterns import check_special_tokens
-from bpe.pretokens import (PretokenCounts, _progress_bar, count_pretokens,
-                           count_pretokens_from_iterator)
+from bpe.counting import PretokenCounts, count_pretokens, count_pretokens_from_iterator
+from bpe.progress import progress_bar
+from bpe.specials import check_special_tokens
 from bpe.tokenizer import Tokenizer
 
 N_BYTE_TOKENS = 256
@@ -44,7 +44,7 @@ def train_from_counts(counts: PretokenCounts, vocab_size: int, special_tokens: S
     if len(counts) >= 2**31 - 1:
         raise ValueError(f"{len(counts)} distinct pre-tokens: more than the kernel's int32 word ids")
     state = MergeState(counts.data, counts.offsets, counts.counts, n_wanted)
-    bar = _progress_bar(progress, n_wanted, "merging", unit="merge")
+    bar = progress_bar(progress, n_wanted, "merging", unit="merge")
     with bar:
         step = MERGES_PER_PROGRESS_STEP if progress else max(n_wanted, 1)
         while not state.exhausted and state.n_merges < n_wanted:
@@ -80,7 +80,7 @@ def train(input, vocab_size: int, special_tokens: Sequence[str] = (), *,
 
     Parameters
     ----------
-    input : path or list of paths
+    input : path, list of paths, or directory (its ``*.txt`` files)
     vocab_size : int
         256 byte tokens + the special tokens + one token per merge.
     special_tokens : sequence of str
@@ -90,7 +90,8 @@ def train(input, vocab_size: int, special_tokens: Sequence[str] = (), *,
     min_frequency : int
         Stop when the best pair occurs fewer times than this.
     num_workers : int, optional
-        Processes for pre-tokenization; default all cores.
+        Workers for pre-tokenization (threads; processes for a custom pattern);
+        default all cores.
     errors : "strict" | "replace"
         Undecodable bytes raise an error naming the file and offset, or read as U+FFFD.
     progress : bool

@@ -1,22 +1,20 @@
 """The Unicode tables of the native pre-tokenizers, derived from the running ``regex`` module.
 
-Deriving them (about 0.15 s, once per process) rather than shipping them means
-the native scanners classify every code point exactly as the installed
-``regex`` does, whatever Unicode version it carries.
+Deriving them (about 0.15 s, once per process, on the scanner's first use:
+``bpe/_scanner.pyx`` calls ``tables``) rather than shipping them means the
+native scanners classify every code point exactly as the installed ``regex``
+does, whatever Unicode version it carries.
 """
 from __future__ import annotations
 
 import functools
-from typing import Optional
 
 import numpy as np
 import regex
 
-from bpe import _pretok
-
 N_CODE_POINTS = 0x110000
 
-#: Class bits, as ``bpe/_pretok.pyx`` defines them, and the regex class of each.
+#: Class bits, as ``bpe/_scanner.pyx`` defines them, and the regex class of each.
 CLASS_BITS = {
     1: r"\p{L}",
     2: r"\p{N}",
@@ -46,11 +44,3 @@ def tables() -> tuple[np.ndarray, np.ndarray]:
         for match in regex.finditer("(?i)" + letter, text):
             fold[match.start()] = ord(letter)
     return classes, fold
-
-
-def install(derived: Optional[tuple[np.ndarray, np.ndarray]] = None) -> None:
-    """Make the native scanners usable in this process (idempotent); ``derived``:
-    tables another process derived with the same ``regex`` (a worker takes its
-    parent's rather than deriving them again)."""
-    if not _pretok.tables_installed():
-        _pretok.install_tables(*(derived if derived is not None else tables()))

@@ -102,17 +102,29 @@ special_pieces = st.lists(st.sampled_from(["a", "<", "|", ">", "<|", "|>", "<|x|
                           max_size=30).map("".join)
 
 
+def regex_special_matches(text: str, specials: list[str]) -> list[str]:
+    """tiktoken's statement of the rule: a regex alternation, longest first."""
+    import regex
+
+    ordered = sorted(specials, key=len, reverse=True)
+    return regex.findall("|".join(regex.escape(token) for token in ordered), text)
+
+
 @settings(max_examples=500, deadline=None)
 @given(special_pieces)
-def test_special_spans_follow_split_special(text):
-    from bpe._pretok import find_special_spans
-    from bpe.patterns import special_spans, split_special
+def test_special_spans_follow_the_rule(text):
+    # One definition (bpe.specials.special_spans), checked against tiktoken's regex
+    # statement of it; split_special and the kernels' memmem search against it.
+    from bpe._scanner import find_special_spans
+    from bpe.specials import special_spans, split_special
 
     for specials in (["<|x|>"], ["<|x|>", "<|x|><|x|>"], ["|>", "<|", "<|x|>"], ["x|><", "<|x"]):
-        expected = [special for _, special in split_special(text, specials) if special is not None]
+        expected = regex_special_matches(text, specials)
         spans = special_spans(text, specials)
         assert [specials[i] for _, _, i in spans] == expected
         assert all(text[a:b] == specials[i] for a, b, i in spans)
+        assert [special for _, special in split_special(text, specials) if special is not None] == expected
+        assert "".join(segment + (special or "") for segment, special in split_special(text, specials)) == text
         data = text.encode()
         byte_spans = special_spans(data, [t.encode() for t in specials])
         assert [data[a:b].decode() for a, b, _ in byte_spans] == expected

@@ -4,7 +4,7 @@ import sys
 
 
 import bpe
-from bpe.corpus import open_tokens
+from bpe.token_array import open_tokens
 
 from conftest import SHAKESPEARE
 

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import bpe
-from bpe.corpus import encode_file, open_tokens, read_metadata
+from bpe.encode_file import encode_file
+from bpe.token_array import open_tokens, read_metadata
 
 from conftest import SHAKESPEARE, random_corpus
 
@@ -51,23 +52,20 @@ def test_ids_equal_encode_for_any_workers(corpus_dir, tmp_path, name, num_worker
     assert metadata["document_separator"] == EOT
 
 
-def test_default_workers_follow_the_input_size(corpus_dir, tmp_path, monkeypatch):
-    # num_workers=None: one worker per BYTES_PER_WORKER of input, up to the cores;
-    # a number given is used as given.
-    from bpe import corpus
-    from bpe.pretokens import resolve_workers
+def test_default_workers_are_the_cores_up_to_one_per_chunk(corpus_dir, tmp_path):
+    # num_workers=None: a thread per core (they cost nothing to start), but never
+    # more than there are chunks; a number given is used as given.
+    from bpe.workers import resolve_workers
 
     directory, texts = corpus_dir
     tok = bpe.load("gpt2")
     expected = np.concatenate([tok.encode_to_numpy(text) for text in texts])
-    small = encode_file(tok, directory, tmp_path / "small.bin", chunk_size=4096)
-    assert small.workers == 1 and np.array_equal(open_tokens(small.output), expected)
+    whole = encode_file(tok, directory, tmp_path / "whole.bin")        # one chunk per file
+    assert whole.workers == min(resolve_workers(None), 4) and np.array_equal(open_tokens(whole.output), expected)
+    one = tmp_path / "one.txt"
+    one.write_text(texts[0], encoding="utf-8")
+    assert encode_file(tok, one, tmp_path / "single.bin").workers == 1
     assert encode_file(tok, directory, tmp_path / "two.bin", num_workers=2, chunk_size=4096).workers == 2
-    total = sum(len(text.encode()) for text in texts)
-    monkeypatch.setattr(corpus, "BYTES_PER_WORKER", total // 2)
-    scaled = encode_file(tok, directory, tmp_path / "scaled.bin", chunk_size=4096)
-    assert scaled.workers == min(resolve_workers(None), 2)
-    assert np.array_equal(open_tokens(scaled.output), expected)
 
 
 def test_document_index_points_at_document_starts(corpus_dir, tmp_path):
@@ -166,47 +164,50 @@ def test_interrupted_run_leaves_no_output(tmp_path, delay):
     assert os.listdir(out.parent) == []
 
 
-def pool_workers(process, psutil) -> list:
-    """The pool's worker processes under ``process``, once they run: they run
-    spawn_main (not the resource tracker, nor a child not yet exec'ed)."""
-    deadline = time.time() + 60
-    while True:
-        assert time.time() < deadline and process.poll() is None, process.communicate(timeout=60)
-        workers = [p for p in psutil.Process(process.pid).children(recursive=True)
-                   if "spawn_main" in " ".join(p.cmdline())]
-        if workers:
-            return workers
-        time.sleep(0.01)
+def test_a_failing_worker_is_reported_and_leaves_no_output_or_thread(tmp_path, monkeypatch):
+    # A worker that fails mid-run (here: the 4th chunk cannot be read) fails the
+    # run with its own error; the other workers stop, and nothing is left.
+    import threading
 
+    from bpe import chunk_writer
 
-def test_killed_worker_is_reported_and_leaves_no_output(tmp_path):
-    psutil = pytest.importorskip("psutil")
-    process, big, out = start_encoding(tmp_path, 100, "gpt2")              # 112 MB: still running when killed
-    workers = pool_workers(process, psutil)
-    # Kill a worker once chunks are being written, however slowly the machine starts them.
-    deadline = time.time() + 60
-    while not any(os.path.getsize(tokens) for tokens in out.parent.glob(".bpe-encode-*/tokens.bin")):
-        assert time.time() < deadline and process.poll() is None, process.communicate(timeout=60)
-        time.sleep(0.01)
-    workers[0].kill()
-    _, stderr = process.communicate(timeout=60)
-    assert process.returncode == 2, stderr
-    assert "a worker process died while encoding" in stderr and str(big) in stderr
-    assert "Traceback" not in stderr
+    text = open(SHAKESPEARE, encoding="utf-8").read()
+    source = tmp_path / "in.txt"
+    source.write_text(text, encoding="utf-8")
+    out = tmp_path / "out" / "tokens.bin"
+    real_encode = chunk_writer.ChunkWriter.encode
+
+    def failing(self, index, chunk):
+        if index == 3:
+            raise bpe.CorpusEncodeError(f"{chunk.path}: disk error at byte {chunk.start}")
+        return real_encode(self, index, chunk)
+
+    monkeypatch.setattr(chunk_writer.ChunkWriter, "encode", failing)
+    threads_before = threading.active_count()
+    with pytest.raises(bpe.CorpusEncodeError, match=r"in.txt: disk error at byte \d+"):
+        encode_file(bpe.load("gpt2"), source, out, num_workers=2, chunk_size=8192)
     assert os.listdir(out.parent) == []
+    assert threading.active_count() == threads_before
 
 
-def test_worker_killed_while_the_pool_starts_is_reported_without_hanging(tmp_path):
-    # A worker killed while it waits for the Encoding: the parent used to hang for
-    # good signalling it (multiprocessing's Event.set waits for every waiter).
+def test_encoding_leaves_process_state_alone(corpus_dir, tmp_path):
+    # Workers are threads: no child process, no signal handler or environment
+    # variable changed during a library call.
     psutil = pytest.importorskip("psutil")
-    process, big, out = start_encoding(tmp_path, 20, "gpt2")
-    pool_workers(process, psutil)[0].kill()
-    _, stderr = process.communicate(timeout=60)
-    assert process.returncode == 2, stderr
-    assert "a worker process died" in stderr and str(big) in stderr
-    assert "Traceback" not in stderr
-    assert os.listdir(out.parent) == []
+    directory, _ = corpus_dir
+    handler = signal.getsignal(signal.SIGINT)
+    environment = dict(os.environ)
+    tok = bpe.load("gpt2")
+    results = []
+    thread = __import__("threading").Thread(
+        target=lambda: results.append(encode_file(tok, directory, tmp_path / "t.bin", num_workers=2,
+                                                  chunk_size=4096)))
+    thread.start()
+    while thread.is_alive():
+        assert psutil.Process().children(recursive=True) == []
+        thread.join(0.005)
+    assert results and results[0].workers == 2
+    assert signal.getsignal(signal.SIGINT) is handler and dict(os.environ) == environment
 
 
 def test_a_bad_chunk_early_stops_the_workers_waiting_on_it(tmp_path):
@@ -234,11 +235,11 @@ def test_replaced_bytes_may_lengthen_a_chunk(tmp_path):
         assert open_tokens(summary.output).tolist() == expected
 
 
-def test_ids_spilled_by_a_worker_that_cannot_wait_are_placed_in_order(tmp_path):
+def test_ids_of_a_chunk_finished_early_are_placed_in_order(tmp_path):
     # Deterministic: chunk 1 is encoded before chunk 0, so its offset is unknown
-    # and its ids are set aside; the caller places them once chunk 0's count is in.
+    # and its ids come back unwritten; the caller places them once chunk 0's count is in.
+    from bpe.chunk_writer import ChunkSettings, ChunkWriter
     from bpe.chunking import plan_chunks
-    from bpe.corpus import UNKNOWN, ChunkEncoder, place_spilled, spill_path
 
     tok = bpe.load("gpt2")
     text = open(SHAKESPEARE, encoding="utf-8").read()[:30_000]
@@ -247,33 +248,66 @@ def test_ids_spilled_by_a_worker_that_cannot_wait_are_placed_in_order(tmp_path):
     chunks = plan_chunks([str(source)], 8192, [EOT], tok.pattern)
     assert len(chunks) >= 3
     out = str(tmp_path / "tokens.bin")
-    open(out, "wb").close()
-    counts = np.full(len(chunks), UNKNOWN, dtype=np.int64)
-    encoder = ChunkEncoder(tok._encoding(), out, counts, np.dtype(np.uint16), [EOT], "strict", None,
-                           spill_after=0.0)
+    fd = os.open(out, os.O_WRONLY | os.O_CREAT)
     try:
-        spilled = {k: encoder.encode(k, chunks[k])[-1] for k in [1, 0] + list(range(2, len(chunks)))}
-    finally:
-        encoder.close()
-    assert spilled == {k: k == 1 for k in range(len(chunks))}
-    assert os.path.exists(spill_path(out, 1))
-    fd = os.open(out, os.O_WRONLY)
-    try:
-        place_spilled(out, 1, fd, int(counts[0]) * 2)
+        writer = ChunkWriter(tok.encoder, fd, ChunkSettings(np.dtype(np.uint16), [EOT], "strict", None))
+        results = {k: writer.encode(k, chunks[k]) for k in [1, 0] + list(range(2, len(chunks)))}
+        assert {k: r.unwritten is not None for k, r in results.items()} == {k: k == 1 for k in results}
+        start, stop = results[0].n_tokens, results[0].n_tokens + results[1].n_tokens
+        expected = tok.encode_to_numpy(text)
+        assert not np.array_equal(np.fromfile(out, dtype=np.uint16)[start:stop], expected[start:stop])
+        offset = 0
+        for k in range(len(chunks)):
+            writer.place(results[k], offset)
+            offset += results[k].n_tokens
     finally:
         os.close(fd)
-    assert not os.path.exists(spill_path(out, 1))
-    assert np.array_equal(np.fromfile(out, dtype=np.uint16), tok.encode_to_numpy(text))
+    assert np.array_equal(np.fromfile(out, dtype=np.uint16), expected)
 
 
 @pytest.mark.parametrize("name", ["gpt2", "cl100k_base"])
-def test_workers_that_never_wait_give_the_same_ids(corpus_dir, tmp_path, name):
-    # spill_after=0: a worker sets aside every chunk whose offset it does not find
-    # known at once, so many chunks go through the parent.
+def test_ids_all_written_by_the_collector_give_the_same_ids(corpus_dir, tmp_path, name, monkeypatch):
+    # direct=False: no worker writes its ids, so every chunk takes the path of a
+    # chunk finished before an earlier one.
+    import functools
+
+    from bpe import chunk_writer, encode_file as encode_file_module
+
+    monkeypatch.setattr(encode_file_module, "ChunkWriter",
+                        functools.partial(chunk_writer.ChunkWriter, direct=False))
     directory, texts = corpus_dir
     tok = bpe.load(name)
     out = tmp_path / "tokens.bin"
-    encode_file(tok, directory, out, num_workers=2, chunk_size=4096, spill_after=0.0)
+    encode_file(tok, directory, out, num_workers=2, chunk_size=4096)
     expected = np.concatenate([tok.encode_to_numpy(text, dtype=np.uint32) for text in texts])
     assert np.array_equal(open_tokens(out), expected)
-    assert [p for p in os.listdir(tmp_path) if p != "tokens.bin" and not p.startswith("tokens.bin.")] == []
+    assert sorted(os.listdir(tmp_path)) == ["tokens.bin", "tokens.bin.docs.npy", "tokens.bin.json"]
+
+
+SCRIPT = """
+import multiprocessing, sys
+multiprocessing.set_start_method("forkserver")    # Python 3.14's default on Linux
+import bpe
+corpus, pattern, out = sys.argv[1:]
+tok = bpe.train(corpus, 300, ["<|endoftext|>"], pattern=pattern, num_workers=2, chunk_size=1 << 16)
+from bpe.encode_file import encode_file
+summary = encode_file(tok, corpus, out, num_workers=2, chunk_size=1 << 16)
+assert list(bpe.open_tokens(out)) == tok.encode(open(corpus, encoding="utf-8").read())
+print(len(tok.merges), summary.tokens_out)
+"""
+
+
+@pytest.mark.parametrize("pattern", ["gpt2", r"\w+|\s+|[^\w\s]+"])
+def test_a_plain_script_without_a_main_guard_trains_and_encodes(tmp_path, pattern):
+    # The README's tour saved as a script: no `if __name__ == "__main__":`, and a
+    # start method that re-imports the script in each child.
+    script = tmp_path / "tour.py"
+    script.write_text(SCRIPT, encoding="utf-8")
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text(open(SHAKESPEARE, encoding="utf-8").read()[:400_000], encoding="utf-8")
+    result = subprocess.run([sys.executable, str(script), str(corpus), pattern, str(tmp_path / "t.bin")],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    merges, tokens = map(int, result.stdout.split())
+    assert merges == 300 - 257 and tokens > 0

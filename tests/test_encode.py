@@ -162,7 +162,7 @@ def test_merges_from_ranks_equal_the_trained_merges(seed):
     assert again.encode(random_corpus(seed + 7, n_words=300)) == tok.encode(random_corpus(seed + 7, n_words=300))
     tokens = [a + b for a, b in tok.merges]
     tokens[5], tokens[9] = tokens[9], tokens[5]          # out of rank order: token 5 comes out whole
-    parts, n_parts = tok._encoding().split_ranked(tokens)
+    parts, n_parts = tok.encoder.split_ranked(tokens)
     ids = {token: token_id for token_id, token in tok.vocab.items()}
     for k, token in enumerate(tokens):
         expected = [ids[part] for part in pure.encode_piece(token, {a + b: r for r, (a, b)
@@ -224,7 +224,7 @@ def test_clear_cache_makes_the_next_call_start_cold():
 
     def cached_after(tok, text):
         ids = tok.encode(text)
-        return ids, sum(session.cached_pieces for session in tok._encoding()._idle_sessions)
+        return ids, sum(session.cached_pieces for session in tok.encoder._idle_sessions)
 
     def fresh():   # bpe.load shares one instance; a pickled copy builds its own Encoding
         return pickle.loads(pickle.dumps(bpe.load("gpt2")))
@@ -291,7 +291,7 @@ str_kinds = st.one_of(any_code_points, st.text(alphabet="ab \x7f\x80\xe9\xff", m
 @settings(max_examples=300, deadline=None)
 @given(texts=st.lists(str_kinds, max_size=6))
 def test_the_kernel_reads_any_str_as_utf8_with_surrogates_replaced(texts):
-    from bpe.encoding import utf8
+    from bpe.encoder import utf8
 
     tok = byte_tokenizer()
     assert [bytes(ids) for ids in tok.encode_batch(texts, num_threads=1)] == [utf8(t) for t in texts]
@@ -314,8 +314,9 @@ def test_str_subclasses_and_non_str_inputs():
 
 
 def expected_with_specials(text: str, specials: list[str]) -> list[int]:
-    """The ids under ``byte_tokenizer(specials)``, from ``split_special`` (a regex)."""
-    from bpe.patterns import split_special
+    """The ids under ``byte_tokenizer(specials)``, from ``split_special`` (the rule's
+    Python definition, not the kernel's memmem search)."""
+    from bpe.specials import split_special
 
     ids = []
     for segment, special in split_special(text, specials):
@@ -336,14 +337,14 @@ def test_special_tokens_are_found_leftmost_then_longest(texts, specials):
     expected = [expected_with_specials(text, specials) for text in texts]
     assert [tok.encode(text) for text in texts] == expected
     assert tok.encode_batch(texts, num_threads=1) == expected
-    encoding = tok._encoding()
+    encoding = tok.encoder
     for text, ids in zip(texts, expected):
         assert encoding.encode_utf8(text.encode(), sorted(specials)).tolist() == ids
 
 
 @pytest.mark.parametrize("name", ["gpt2", "o200k_base"])
 def test_encoding_into_a_reused_buffer_equals_a_fresh_array(name):
-    encoding = bpe.load(name)._encoding()
+    encoding = bpe.load(name).encoder
     texts = [open(SHAKESPEARE, "rb").read()[:50_000], "<|endoftext|>x<|endoftext|>".encode(), b"",
              "日本語 👍 ok".encode()]
     out = np.full(60_000, 7, dtype=np.uint32)

@@ -5,18 +5,17 @@ import pytest
 import regex
 from hypothesis import given, settings
 
-from bpe import _pretok, unicode
+from bpe import _scanner, unicode
 from bpe.patterns import PATTERNS
 
 from conftest import SHAKESPEARE
 
-unicode.install()
-NAMES = list(_pretok.PATTERN_IDS)
+NAMES = list(_scanner.PATTERN_IDS)
 
 
 def native_split(text: str, name: str) -> list[str]:
     data = text.encode("utf-8", "surrogatepass")
-    offsets = _pretok.split_offsets(data, _pretok.PATTERN_IDS[name])
+    offsets = _scanner.split_offsets(data, _scanner.PATTERN_IDS[name])
     return [data[a:b].decode("utf-8", "surrogatepass") for a, b in zip(offsets, offsets[1:])]
 
 
@@ -86,8 +85,8 @@ def test_interner_counts_like_a_counter():
 
     text = "the cat's hat, the CAT'S hat!\n\n  the end 12345"
     data = text.encode()
-    for name, pattern_id in _pretok.PATTERN_IDS.items():
-        interner = _pretok.Interner()
+    for name, pattern_id in _scanner.PATTERN_IDS.items():
+        interner = _scanner.Interner()
         interner.count(data, pattern_id)
         interner.count(data, pattern_id, 4, 9)   # a sub-range: "cat's"
         buffer, offsets, counts = interner.arrays()

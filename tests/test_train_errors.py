@@ -94,16 +94,23 @@ def test_lone_surrogate_in_iterator_text():
 
 
 def test_kernel_rejects_inconsistent_arrays():
-    with pytest.raises(ValueError, match="offsets has 3 entries; expected 2"):
+    with pytest.raises(ValueError, match="3 offsets for 1 items; expected 2"):
         MergeState(np.zeros(3, np.uint8), np.array([0, 1, 3]), np.array([1]), 1)
-    with pytest.raises(ValueError, match="offsets must start at 0"):
+    with pytest.raises(ValueError, match="offsets end at 2, not at the data's length 3"):
         MergeState(np.zeros(3, np.uint8), np.array([0, 2]), np.array([1]), 1)
+    with pytest.raises(ValueError, match="offsets must start at 0, not 1"):
+        MergeState(np.zeros(3, np.uint8), np.array([1, 3]), np.array([1]), 1)
+    # Every offset is checked, not only the ends: one past the data would be read out of bounds.
+    with pytest.raises(ValueError, match=r"offset 2 \(1\) is below offset 1 \(9\)"):
+        MergeState(np.zeros(3, np.uint8), np.array([0, 9, 1, 3]), np.array([1, 1, 1]), 1)
+    with pytest.raises(ValueError, match="count -1 of pre-token 0 is negative"):
+        MergeState(np.zeros(3, np.uint8), np.array([0, 3]), np.array([-1]), 1)
 
 
 def test_utf8_validation_agrees_with_python():
     import random
 
-    from bpe._pretok import utf8_error_offset
+    from bpe._scanner import first_invalid_utf8
 
     rng = random.Random(0)
     samples = [b"", b"abc", "日本👍é".encode(), b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xc0\xaf",
@@ -117,4 +124,4 @@ def test_utf8_validation_agrees_with_python():
             expected = -1
         except UnicodeDecodeError as e:
             expected = e.start
-        assert utf8_error_offset(data) == expected, data
+        assert first_invalid_utf8(data) == expected, data

@@ -1,10 +1,19 @@
 import numpy as np
+import pytest
 
-from bpe._train import _c_type_sizes
+from bpe import _types
+
+ALL_DTYPES = [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64,
+              np.float32, np.float64]
 
 
-def test_c_types_match_their_numpy_dtypes():
-    sizes = _c_type_sizes()
-    assert sizes["token_t"] == np.dtype(np.int32).itemsize
-    assert sizes["count_t"] == np.dtype(np.int64).itemsize
-    assert sizes["pair_t"] == np.dtype(np.uint64).itemsize
+@pytest.mark.parametrize("name", sorted(_types.DTYPES))
+def test_c_types_match_their_numpy_dtypes(name):
+    dtype = np.dtype(_types.DTYPES[name])
+    assert _types.sizes()[name] == dtype.itemsize
+    take = getattr(_types, f"take_{name}")
+    assert take(np.zeros(3, dtype=dtype)) == 3
+    for other in ALL_DTYPES:
+        if np.dtype(other) != dtype:
+            with pytest.raises(ValueError, match="dtype mismatch"):
+                take(np.zeros(3, dtype=other))

@@ -1,12 +1,13 @@
 """Counting pre-tokens: the first stage of training, parallel over file chunks.
 
 Workers read their chunk, split out special tokens, run the pattern and return
-the distinct pre-tokens as flat arrays (``PretokenCounts``), which the parent
+the distinct pre-tokens as flat arrays (``PretokenCounts``), which the caller
 adds up. Counts can be saved, combined across machines and trained on later.
+Built-in patterns are counted by the native scanner on threads; custom ones by
+``regex`` in processes (``bpe.workers``).
 """
 from __future__ import annotations
 
-import multiprocessing
 import os
 import tempfile
 from collections import Counter
@@ -15,10 +16,13 @@ from typing import Iterable, Mapping, Optional, Sequence, Union
 import numpy as np
 import regex
 
+from bpe._scanner import Interner
 from bpe.chunking import plan_chunks
-from bpe._pretok import Interner
-from bpe.patterns import (canonical_pattern, check_special_tokens, compile_pattern,
-                          native_pattern_id, special_spans, split_special)
+from bpe.files import check_errors, checked_utf8, resolve_inputs
+from bpe.patterns import canonical_pattern, compile_pattern, native_pattern_id
+from bpe.progress import progress_bar
+from bpe.specials import check_special_tokens, special_spans, split_special
+from bpe.workers import map_in_processes, map_ordered, resolve_workers
 
 PathLike = Union[str, "os.PathLike[str]"]
 FORMAT_VERSION = 1
@@ -46,13 +50,18 @@ class PretokenCounts:
     True
     """
 
-    def __init__(self, data, offsets, counts, pattern: Optional[str] = "gpt2"):
-        self.data = np.ascontiguousarray(data, dtype=np.uint8)
-        self.offsets = np.ascontiguousarray(offsets, dtype=np.int64)
-        self.counts = np.ascontiguousarray(counts, dtype=np.int64)
+    def __init__(self, data, offsets, counts, pattern: Optional[str] = "gpt2", *, copy: bool = True):
+        # The arrays are checked once, here, and the kernels trust them after: so
+        # they are this object's own (copied unless ``copy=False`` hands them
+        # over) and read-only.
+        self.data = np.array(data, dtype=np.uint8, copy=copy, order="C")
+        self.offsets = np.array(offsets, dtype=np.int64, copy=copy, order="C")
+        self.counts = np.array(counts, dtype=np.int64, copy=copy, order="C")
+        for array in (self.data, self.offsets, self.counts):
+            array.flags.writeable = False
         self.pattern = canonical_pattern(pattern)
         n = len(self.counts)
-        if self.offsets.shape != (n + 1,):
+        if self.data.ndim != 1 or self.counts.ndim != 1 or self.offsets.shape != (n + 1,):
             raise ValueError(f"offsets must have {n + 1} entries (one more than counts), "
                              f"got {self.offsets.shape[0]}")
         if self.offsets[0] != 0 or self.offsets[-1] != len(self.data) or np.any(np.diff(self.offsets) < 0):
@@ -71,7 +80,7 @@ class PretokenCounts:
         np.cumsum(lengths, out=offsets[1:])
         data = np.frombuffer(b"".join(keys), dtype=np.uint8)
         values = np.fromiter(counts.values(), dtype=np.int64, count=len(keys))
-        return cls(data, offsets, values, pattern)
+        return cls(data.copy(), offsets, values, pattern, copy=False)
 
     def __len__(self) -> int:
         return len(self.counts)
@@ -106,7 +115,7 @@ class PretokenCounts:
         if len(patterns) > 1:
             raise ValueError(f"cannot add pre-token counts made with different patterns: "
                              f"{sorted(map(repr, patterns))}")
-        return PretokenCounts(*interner.arrays(), patterns.pop() if patterns else pattern)
+        return PretokenCounts(*interner.arrays(), patterns.pop() if patterns else pattern, copy=False)
 
     def __eq__(self, other) -> bool:
         if not isinstance(other, PretokenCounts):
@@ -155,16 +164,12 @@ class PretokenCounts:
                              f"this bpe reads version {FORMAT_VERSION}")
         pattern = str(fields["pattern"]) if bool(fields["has_pattern"]) else None
         try:
-            return cls(fields["data"], fields["offsets"], fields["counts"], pattern)
+            return cls(fields["data"], fields["offsets"], fields["counts"], pattern, copy=False)
         except ValueError as e:
             raise ValueError(f"{path}: {e}") from None
 
 
 # --------------------------------------------------------------------------- counting
-
-class CorpusDecodeError(ValueError):
-    """Input bytes that are not valid UTF-8, with the file and byte offset at fault."""
-
 
 def _count_utf8(texts: Sequence[bytes], special_tokens: Sequence[str],
                 pattern: Optional[str]) -> PretokenCounts:
@@ -195,27 +200,7 @@ def _count_utf8(texts: Sequence[bytes], special_tokens: Sequence[str],
             interner.count(data, native, start, special_start)
             start = special_end
         interner.count(data, native, start, len(data))
-    return PretokenCounts(*interner.arrays(), pattern)
-
-
-def _valid_utf8(raw, path: str, start: int, errors: str):
-    """``raw`` (bytes-like) checked to be UTF-8; with errors="replace", invalid bytes
-    become U+FFFD (in new bytes)."""
-    from bpe._pretok import utf8_error_offset
-
-    bad = utf8_error_offset(raw)
-    if bad < 0:
-        return raw
-    if errors == "replace":
-        return bytes(raw).decode("utf-8", errors="replace").encode("utf-8")
-    try:   # for the reason, as Python words it
-        bytes(raw[bad:bad + 4]).decode("utf-8")
-        reason = "invalid byte"
-    except UnicodeDecodeError as e:
-        reason = e.reason
-    raise CorpusDecodeError(
-        f"{path}: invalid UTF-8 at byte offset {start + bad} ({reason}); "
-        "pass errors='replace' to read such bytes as U+FFFD")
+    return PretokenCounts(*interner.arrays(), pattern, copy=False)
 
 
 def _count_chunk(task) -> PretokenCounts:
@@ -223,7 +208,7 @@ def _count_chunk(task) -> PretokenCounts:
     with open(chunk.path, "rb") as file:
         file.seek(chunk.start)
         raw = file.read(chunk.n_bytes)
-    return _count_utf8([_valid_utf8(raw, chunk.path, chunk.start, errors)], special_tokens, pattern)
+    return _count_utf8([checked_utf8(raw, chunk.path, chunk.start, errors)], special_tokens, pattern)
 
 
 def _count_texts(task) -> PretokenCounts:
@@ -244,44 +229,12 @@ def _count_texts(task) -> PretokenCounts:
     return _count_utf8(encoded, special_tokens, pattern)
 
 
-def resolve_workers(num_workers: Optional[int]) -> int:
-    if num_workers is None:
-        try:
-            return max(len(os.sched_getaffinity(0)), 1)
-        except AttributeError:
-            return os.cpu_count() or 1
-    if not isinstance(num_workers, int) or num_workers < 1:
-        raise ValueError(f"num_workers must be a positive int or None, got {num_workers!r}")
-    return num_workers
-
-
-def resolve_paths(input: Union[PathLike, Sequence[PathLike]]) -> list[str]:
-    """A path or a list of paths, each checked to be a readable file."""
-    paths = [input] if isinstance(input, (str, bytes, os.PathLike)) else list(input)
-    resolved = []
-    for path in paths:
-        path = os.fsdecode(path)
-        if not os.path.exists(path):
-            raise FileNotFoundError(f"{path}: no such file")
-        if os.path.isdir(path):
-            raise IsADirectoryError(f"{path}: is a directory, not a text file")
-        resolved.append(path)
-    return resolved
-
-
-def check_errors(errors: str) -> str:
-    if errors not in ("strict", "replace"):
-        raise ValueError(f"errors must be 'strict' or 'replace', got {errors!r}")
-    return errors
-
-
-def _map(function, tasks: list, num_workers: int):
-    """Apply ``function`` to tasks in order, in worker processes when that helps."""
-    if num_workers == 1 or len(tasks) <= 1:
-        yield from map(function, tasks)
-        return
-    with multiprocessing.get_context().Pool(min(num_workers, len(tasks))) as pool:
-        yield from pool.imap(function, tasks)
+def _map_counting(function, tasks, num_workers: int, pattern: Optional[str]):
+    """``function`` over tasks in order: on threads for the native scanners, which
+    release the GIL; in processes for ``regex``, which holds it."""
+    if native_pattern_id(pattern) is not None:
+        return (result for _, result in map_ordered(function, tasks, num_workers))
+    return map_in_processes(function, tasks, num_workers)
 
 
 def default_chunk_size(total_bytes: int, num_workers: int) -> int:
@@ -306,7 +259,7 @@ def count_pretokens(
     how work is shared: the counts are the same for any value and any
     ``num_workers``.
     """
-    paths = resolve_paths(input)
+    paths = resolve_inputs(input)
     special_tokens = check_special_tokens(special_tokens)
     pattern = canonical_pattern(pattern)
     errors = check_errors(errors)
@@ -316,15 +269,13 @@ def count_pretokens(
         chunk_size = default_chunk_size(total_bytes, num_workers)
     chunks = plan_chunks(paths, chunk_size, special_tokens, pattern)
     tasks = [(chunk, special_tokens, pattern, errors) for chunk in chunks]
-    bar = _progress_bar(progress, total_bytes, "pre-tokenizing", unit="B")
-    try:
+    with progress_bar(progress, total_bytes, "pre-tokenizing", unit="B") as bar:
         def counted():
-            for chunk, part in zip(chunks, _map(_count_chunk, tasks, num_workers)):
+            parts = _map_counting(_count_chunk, tasks, min(num_workers, max(len(tasks), 1)), pattern)
+            for chunk, part in zip(chunks, parts):
                 bar.update(chunk.n_bytes)
                 yield part
         return PretokenCounts.sum(counted(), pattern)
-    finally:
-        bar.close()
 
 
 def count_pretokens_from_iterator(
@@ -354,29 +305,9 @@ def count_pretokens_from_iterator(
         if batch:
             yield (batch, special_tokens, pattern, errors)
 
-    bar = _progress_bar(progress, None, "pre-tokenizing", unit="batch")
-    try:
+    with progress_bar(progress, None, "pre-tokenizing", unit="batch") as bar:
         def counted():
-            tasks = batches()
-            if num_workers == 1:
-                results = map(_count_texts, tasks)
-            else:
-                pool = multiprocessing.get_context().Pool(num_workers)
-                results = _closing_imap(pool, tasks)
-            for part in results:
+            for part in _map_counting(_count_texts, batches(), num_workers, pattern):
                 yield part
                 bar.update(1)
         return PretokenCounts.sum(counted(), pattern)
-    finally:
-        bar.close()
-
-
-def _closing_imap(pool, tasks):
-    with pool:
-        yield from pool.imap(_count_texts, tasks)
-
-
-def _progress_bar(enabled: bool, total, description: str, unit: str):
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc=description, unit=unit, unit_scale=True, disable=not enabled)

@@ -9,9 +9,10 @@ each pre-token ends exactly as ``regex`` would for that pattern — including th
 backtracking the patterns imply. Pre-tokens go straight into a C hash table
 (``Interner``) keyed by their bytes, with no Python object per pre-token.
 
-The class table is built from the running ``regex`` module (``bpe.unicode``),
-so the scanners' idea of a letter, number or whitespace is the regex's own;
-``tests/test_native_pretok.py`` checks every code point in context.
+The class table is built from the running ``regex`` module (``bpe.unicode``) on
+this module's first scan, so the scanners' idea of a letter, number or
+whitespace is the regex's own; ``tests/test_native_pretok.py`` checks every
+code point in context.
 
 Input must be valid UTF-8 (the callers decode it first, which validates it).
 
@@ -29,12 +30,17 @@ character (which then starts the next pre-token), and fails on a run of one;
 reaches the end. In o200k, ``P?U*W+`` backtracks: U* gives characters back until
 W+ can start, and the optional P is dropped if nothing matches with it.
 """
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
-from libc.stdlib cimport free, malloc, realloc
+from libc.stdint cimport int64_t, uint8_t, uint32_t
 from libc.string cimport memcpy
 
 from bpe._bytestable cimport BytesTable, bytestable_add, bytestable_free, bytestable_init
-from bpe._specials cimport Needles, needles_free, needles_point_at, needles_restart, next_special
+from bpe._checks cimport check_offsets
+from bpe._memory cimport mem_free
+from bpe._specials cimport Needles, find_spans, needles_free, needles_point_at
+from bpe._types cimport count_t, offset_t
+from bpe._utf8 cimport first_invalid_utf8 as c_first_invalid_utf8
+
+import threading
 
 import numpy as np
 
@@ -47,28 +53,36 @@ cdef enum:
 
 PATTERN_IDS = {"gpt2": PATTERN_GPT2, "cl100k": PATTERN_CL100K, "o200k": PATTERN_O200K}
 
-# The tables, owned by numpy arrays kept alive in _tables.
+# The tables, owned by numpy arrays kept alive in _tables; built on first use.
 cdef const uint8_t* CLASS = NULL        # class bits by code point, 0x110000 entries
 cdef const uint8_t* FOLD = NULL         # case-folded ASCII letter by code point, or 0
 _tables = None
+_tables_lock = threading.Lock()
 
 
-def install_tables(classes, fold):
-    """Install the class and fold tables (uint8, one entry per code point)."""
+cdef int ensure_tables() except -1:
+    """Derive the class and fold tables from ``regex`` (``bpe.unicode``) once per process."""
     global CLASS, FOLD, _tables
-    classes = np.ascontiguousarray(classes, dtype=np.uint8)
-    fold = np.ascontiguousarray(fold, dtype=np.uint8)
-    if classes.shape != (0x110000,) or fold.shape != (0x110000,):
-        raise ValueError("tables must have one entry per code point (0x110000)")
-    cdef const uint8_t[::1] class_view = classes
-    cdef const uint8_t[::1] fold_view = fold
-    _tables = (classes, fold)
-    CLASS = &class_view[0]
-    FOLD = &fold_view[0]
+    cdef const uint8_t[::1] class_view
+    cdef const uint8_t[::1] fold_view
+    if CLASS != NULL:
+        return 0
+    with _tables_lock:
+        if CLASS != NULL:
+            return 0
+        from bpe.unicode import tables
 
-
-def tables_installed():
-    return CLASS != NULL
+        classes, fold = tables()
+        classes = np.ascontiguousarray(classes, dtype=np.uint8)
+        fold = np.ascontiguousarray(fold, dtype=np.uint8)
+        if classes.shape != (0x110000,) or fold.shape != (0x110000,):
+            raise ValueError("tables must have one entry per code point (0x110000)")
+        _tables = (classes, fold)
+        class_view = classes
+        fold_view = fold
+        FOLD = &fold_view[0]
+        CLASS = &class_view[0]
+    return 0
 
 
 # --------------------------------------------------------------------------- UTF-8 helpers
@@ -338,22 +352,22 @@ cdef Py_ssize_t next_pretoken(int pattern, const uint8_t* s, Py_ssize_t i,
 
 
 cdef int check_pattern(int pattern) except -1:
-    if CLASS == NULL:
-        raise RuntimeError("bpe._pretok tables are not installed (import bpe.unicode first)")
+    """A valid native pattern id, with the tables its scanner reads built."""
     if pattern not in (PATTERN_GPT2, PATTERN_CL100K, PATTERN_O200K):
         raise ValueError(f"unknown native pattern id {pattern}")
-    return 0
+    return ensure_tables()
 
 
 def split_offsets(const uint8_t[::1] data, int pattern):
     """The byte offsets where pre-tokens start, plus ``len(data)``: an int64 array.
 
-    >>> # after bpe.unicode.install(): split_offsets(b"Hi  there", 0) -> [0, 2, 3, 9]
+    >>> split_offsets(b"Hi  there", PATTERN_IDS["gpt2"]).tolist()
+    [0, 2, 3, 9]
     """
     check_pattern(pattern)
     cdef Py_ssize_t n = data.shape[0]
     out = np.empty(n + 1, dtype=np.int64)
-    cdef int64_t[::1] offsets = out
+    cdef offset_t[::1] offsets = out
     cdef Py_ssize_t i = 0
     cdef Py_ssize_t count = 0
     cdef const uint8_t* s = &data[0] if n > 0 else NULL
@@ -409,23 +423,18 @@ cdef class Interner:
         if status < 0:
             raise MemoryError()
 
-    def add(self, bytes key, int64_t count=1):
-        """Add ``count`` occurrences of ``key``."""
-        if bytestable_add(&self.table, <const uint8_t*>key, len(key), count, True) < 0:
-            raise MemoryError()
-
-    def add_arrays(self, const uint8_t[::1] data, const int64_t[::1] offsets,
-                   const int64_t[::1] counts):
-        """Add every entry of flat arrays (as in ``PretokenCounts``)."""
+    def add_arrays(self, const uint8_t[::1] data, const offset_t[::1] offsets,
+                   const count_t[::1] counts):
+        """Add every entry of flat arrays (as in ``PretokenCounts``), checked first."""
         cdef Py_ssize_t n = counts.shape[0]
         cdef Py_ssize_t e
         cdef int64_t status = 0
-        if offsets.shape[0] != n + 1:
-            raise ValueError("offsets must have one more entry than counts")
+        check_offsets(offsets, n, data.shape[0], "pre-token arrays")
+        for e in range(n):
+            if counts[e] < 0:
+                raise ValueError(f"pre-token arrays: count {counts[e]} of pre-token {e} is negative")
         if n == 0:
             return
-        if offsets[n] > data.shape[0]:
-            raise ValueError("offsets run past the data")
         cdef const uint8_t* s = &data[0] if data.shape[0] > 0 else NULL
         with nogil:
             for e in range(n):
@@ -443,13 +452,13 @@ cdef class Interner:
         offsets = np.empty(t.n_entries + 1, dtype=np.int64)
         counts = np.empty(t.n_entries, dtype=np.int64)
         cdef uint8_t[::1] data_view = data
-        cdef int64_t[::1] offsets_view = offsets
-        cdef int64_t[::1] counts_view = counts
+        cdef offset_t[::1] offsets_view = offsets
+        cdef count_t[::1] counts_view = counts
         if t.data_size:
             memcpy(&data_view[0], t.data, t.data_size)
-        memcpy(&offsets_view[0], t.starts, (t.n_entries + 1) * sizeof(int64_t))
+        memcpy(&offsets_view[0], t.starts, (t.n_entries + 1) * sizeof(offset_t))
         if t.n_entries:
-            memcpy(&counts_view[0], t.values, t.n_entries * sizeof(int64_t))
+            memcpy(&counts_view[0], t.values, t.n_entries * sizeof(count_t))
         return data, offsets, counts
 
 
@@ -461,85 +470,23 @@ def find_special_spans(const uint8_t[::1] data, needles):
     cdef Py_ssize_t n = data.shape[0]
     cdef const uint8_t* s = &data[0] if n > 0 else NULL
     cdef Needles found
-    cdef Py_ssize_t j, at, which = 0, position = 0
-    cdef int64_t count = 0, capacity = 64
+    cdef Py_ssize_t j
+    cdef int64_t count = 0
     cdef int64_t* spans = NULL          # start, end, index: three per span
-    cdef int64_t* grown
-    cdef bint failed = False
+    cdef int status
     needles_point_at(&found, held)
     try:
         with nogil:
-            needles_restart(&found)
-            spans = <int64_t*>malloc(3 * capacity * sizeof(int64_t))
-            failed = spans == NULL
-            while not failed:
-                at = next_special(&found, s, position, n, &which)
-                if at < 0:
-                    break
-                if count == capacity:
-                    capacity *= 2
-                    grown = <int64_t*>realloc(spans, 3 * capacity * sizeof(int64_t))
-                    if grown == NULL:
-                        failed = True
-                        break
-                    spans = grown
-                position = at + found.lengths[which]
-                spans[3 * count] = at
-                spans[3 * count + 1] = position
-                spans[3 * count + 2] = which
-                count += 1
-        if failed:
+            status = find_spans(&found, s, n, &spans, &count)
+        if status < 0:
             raise MemoryError()
         return [(spans[3 * j], spans[3 * j + 1], spans[3 * j + 2]) for j in range(count)]
     finally:
         needles_free(&found)
-        free(spans)
+        mem_free(spans)
 
 
-cdef Py_ssize_t first_invalid_utf8(const uint8_t* s, Py_ssize_t n) noexcept nogil:
-    cdef Py_ssize_t i = 0
-    cdef Py_ssize_t k
-    cdef uint8_t b
-    cdef int need
-    cdef uint8_t low, high
-    while i < n:
-        b = s[i]
-        if b < 0x80:
-            i += 1
-            continue
-        # The allowed range of the second byte depends on the first (RFC 3629).
-        low = 0x80
-        high = 0xBF
-        if 0xC2 <= b <= 0xDF:
-            need = 1
-        elif b == 0xE0:
-            need = 2
-            low = 0xA0
-        elif 0xE1 <= b <= 0xEC or b == 0xEE or b == 0xEF:
-            need = 2
-        elif b == 0xED:
-            need = 2
-            high = 0x9F
-        elif b == 0xF0:
-            need = 3
-            low = 0x90
-        elif 0xF1 <= b <= 0xF3:
-            need = 3
-        elif b == 0xF4:
-            need = 3
-            high = 0x8F
-        else:
-            return i
-        if i + 1 >= n or not (low <= s[i + 1] <= high):
-            return i
-        for k in range(2, need + 1):
-            if i + k >= n or (s[i + k] & 0xC0) != 0x80:
-                return i
-        i += need + 1
-    return -1
-
-
-def utf8_error_offset(const uint8_t[::1] data):
+def first_invalid_utf8(const uint8_t[::1] data):
     """The offset of the first byte that makes ``data`` invalid UTF-8 (as Python's
     strict decoder judges: no overlong forms, surrogates or code points past
     U+10FFFF), or -1 if it is valid. Runs without the GIL, and makes no str."""
@@ -548,5 +495,5 @@ def utf8_error_offset(const uint8_t[::1] data):
     if n == 0:
         return -1
     with nogil:
-        bad = first_invalid_utf8(&data[0], n)
+        bad = c_first_invalid_utf8(&data[0], n)
     return bad

@@ -1,9 +1,10 @@
-"""Encoding: the kernel with what it needs and nothing more.
+"""The Encoder: the encoding kernel with what it needs and nothing more.
 
-An ``Encoding`` holds the Cython kernel's flat arrays, the pattern and the
-special tokens. It is what a ``Tokenizer`` encodes with, and what worker
-processes receive: it pickles as those arrays (about a megabyte), not as the
-tokenizer's Python dicts, so each worker stays small.
+An ``Encoder`` holds the Cython kernel (``bpe._encode.EncodeKernel``) built
+from flat arrays, the pattern and the special tokens, and a pool of per-call
+sessions (scratch buffers and pre-token caches). It is what a ``Tokenizer``
+encodes with; it pickles as those arrays (about a megabyte), not as the
+tokenizer's Python dicts.
 """
 from __future__ import annotations
 
@@ -13,13 +14,15 @@ from typing import Mapping, Optional, Sequence
 
 import numpy as np
 
-from bpe.patterns import compile_pattern, native_pattern_id, split_special
+from bpe._encode import EncodeKernel, Session
+from bpe.patterns import compile_pattern, native_pattern_id
+from bpe.specials import split_special
 
 
 def utf8(text: str) -> bytes:
     """``text`` as UTF-8; lone surrogates (not Unicode scalar values) become U+FFFD, as in tiktoken.
 
-    The kernel's own conversion (``Encoder.encode_strs``) does the same; this is
+    The kernel's own conversion (``EncodeKernel.encode_strs``) does the same; this is
     its reference, and the path for patterns the kernel cannot scan.
     """
     try:
@@ -28,24 +31,22 @@ def utf8(text: str) -> bytes:
         return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode("utf-8")
 
 
-class Encoding:
-    """Encode UTF-8 bytes with one vocabulary (thread-safe; pools per-call sessions)."""
+class Encoder:
+    """Encode text with one vocabulary (thread-safe; pools per-call sessions)."""
 
     def __init__(self, arrays: Mapping[str, np.ndarray], pattern: Optional[str],
                  special_tokens: Mapping[str, int]):
-        from bpe._encode import Encoder
-
         self._arrays = dict(arrays)
         self.pattern = pattern
         self.special_tokens = dict(special_tokens)
-        self._kernel = Encoder(**self._arrays)
+        self._kernel = EncodeKernel(**self._arrays)
         self._native = native_pattern_id(pattern)
         self._lock = threading.Lock()
         self._idle_sessions: list = []
 
     @classmethod
     def from_tokens(cls, ids_by_bytes: Mapping[bytes, int], ranked_ids: Sequence[int],
-                    pattern: Optional[str], special_tokens: Mapping[str, int]) -> "Encoding":
+                    pattern: Optional[str], special_tokens: Mapping[str, int]) -> "Encoder":
         """``ids_by_bytes``: every ordinary token; ``ranked_ids``: merged tokens in merge order."""
         tokens = sorted(ids_by_bytes.items(), key=lambda item: item[1])
         offsets = np.zeros(len(tokens) + 1, dtype=np.int64)
@@ -85,8 +86,6 @@ class Encoding:
         with self._lock:
             session = self._idle_sessions.pop() if self._idle_sessions else None
         if session is None:
-            from bpe._encode import Session
-
             session = Session()
         try:
             yield session
@@ -103,7 +102,7 @@ class Encoding:
     def encode_utf8(self, data, allowed: Sequence[str], out: Optional[np.ndarray] = None) -> np.ndarray:
         """The ids (uint32) of valid UTF-8 ``data`` (bytes-like), the ``allowed``
         special tokens recognised; written into ``out`` (uint32, at least
-        ``len(data)`` long: see ``Encoder.encode_texts``) when given, and then a
+        ``len(data)`` long: see ``EncodeKernel.encode_texts``) when given, and then a
         view of it."""
         if self._native is None and self.pattern is not None:
             return self._encode_many_with_regex([bytes(data).decode("utf-8")], allowed, out)[0]
@@ -117,7 +116,7 @@ class Encoding:
         """``(ids, id_offsets)`` for str texts, converted to UTF-8 and encoded in one
         GIL-free kernel call (lone surrogates become U+FFFD); the ids of text t are
         ``ids[id_offsets[t]:id_offsets[t + 1]]``. With ``out``, the ids are written
-        there (see ``Encoder.encode_strs``)."""
+        there (see ``EncodeKernel.encode_strs``)."""
         if self._native is None and self.pattern is not None:
             # utf8 replaces lone surrogates, which the regex path could not encode.
             return self._encode_many_with_regex([utf8(text).decode("utf-8") for text in texts],

@@ -1,0 +1,77 @@
+# Every allocation of the kernels, and the one way buffers grow.
+#
+# Why one module: a growth routine that updates its capacity before realloc has
+# succeeded leaves a buffer that claims room it does not have, and the next
+# write after a failed growth goes past its end. Here the capacity is written
+# only after success, and a failed realloc keeps the old block (freed later by
+# its owner as usual), so after a MemoryError every structure is still whole.
+#
+# All allocations go through mem_alloc/mem_calloc/mem_resize (bpe/_memory.pyx),
+# one shared implementation, so a test can make the N-th allocation of any
+# kernel fail (``fail_allocation``) and check that the failure surfaces as a
+# MemoryError and leaves nothing broken.
+from libc.stdint cimport int64_t
+
+cdef void* mem_alloc(size_t size) noexcept nogil
+cdef void* mem_calloc(size_t count, size_t size) noexcept nogil
+cdef void* mem_resize(void* block, size_t size) noexcept nogil
+cdef void mem_free(void* block) noexcept nogil
+
+
+cdef inline int64_t next_capacity(int64_t capacity, int64_t smallest, int64_t needed) noexcept nogil:
+    """The capacity, doubling from ``capacity`` (or ``smallest``), that holds ``needed``:
+    buffers grown this way are copied O(1) times per element overall."""
+    if capacity < smallest:
+        capacity = smallest
+    while capacity < needed:
+        capacity *= 2
+    return capacity
+
+
+cdef inline int resize_array(void** buffer, int64_t n_items, size_t item_size) noexcept nogil:
+    """Make ``*buffer`` hold ``n_items`` items, keeping its contents. -1 when out of
+    memory (or the size overflows), and then ``*buffer`` is unchanged."""
+    cdef void* resized
+    if n_items < 1:
+        n_items = 1          # realloc(p, 0) may free p
+    if <size_t>n_items > (<size_t>-1) // 2 // item_size:
+        return -1
+    resized = mem_resize(buffer[0], <size_t>n_items * item_size)
+    if resized == NULL:
+        return -1
+    buffer[0] = resized
+    return 0
+
+
+cdef inline int grow(void** buffer, int64_t* capacity, int64_t needed, size_t item_size,
+                     int64_t smallest) noexcept nogil:
+    """Make ``*buffer`` (``*capacity`` items) hold at least ``needed``, doubling and
+    keeping its contents. -1 when out of memory; ``*capacity`` changes only on success."""
+    cdef int64_t new_capacity
+    if needed <= capacity[0]:
+        return 0
+    new_capacity = next_capacity(capacity[0], smallest, needed)
+    if resize_array(buffer, new_capacity, item_size) < 0:
+        return -1
+    capacity[0] = new_capacity
+    return 0
+
+
+cdef inline int reserve_fresh(void** buffer, int64_t* capacity, int64_t needed, size_t item_size,
+                              int64_t smallest) noexcept nogil:
+    """As ``grow``, for scratch space whose contents need not be kept (no copy). On
+    failure the old block is kept with its capacity."""
+    cdef int64_t new_capacity
+    cdef void* fresh
+    if needed <= capacity[0]:
+        return 0
+    new_capacity = next_capacity(capacity[0], smallest, needed)
+    if <size_t>new_capacity > (<size_t>-1) // 2 // item_size:
+        return -1
+    fresh = mem_alloc(<size_t>new_capacity * item_size)
+    if fresh == NULL:
+        return -1
+    mem_free(buffer[0])
+    buffer[0] = fresh
+    capacity[0] = new_capacity
+    return 0

@@ -1,0 +1,55 @@
+"""The kernels' allocator: malloc and friends, with a test hook that fails one allocation.
+
+``fail_allocation(n)`` makes the n-th allocation from now (in any kernel
+module: they all allocate through here) return NULL, once. The tests use it to
+run training and encoding with a failure injected at many points and check
+that each surfaces as a MemoryError, never a crash, and that later calls give
+the right results. Off (``n = 0``), the check costs one compare per allocation.
+"""
+from libc.stdint cimport int64_t
+from libc.stdlib cimport calloc, free, malloc, realloc
+
+cdef int64_t fail_countdown = 0
+
+
+cdef inline bint injected_failure() noexcept nogil:
+    global fail_countdown
+    if fail_countdown <= 0:
+        return False
+    fail_countdown -= 1
+    return fail_countdown == 0
+
+
+cdef void* mem_alloc(size_t size) noexcept nogil:
+    if injected_failure():
+        return NULL
+    return malloc(size)
+
+
+cdef void* mem_calloc(size_t count, size_t size) noexcept nogil:
+    if injected_failure():
+        return NULL
+    return calloc(count, size)
+
+
+cdef void* mem_resize(void* block, size_t size) noexcept nogil:
+    if injected_failure():
+        return NULL
+    return realloc(block, size)
+
+
+cdef void mem_free(void* block) noexcept nogil:
+    free(block)
+
+
+def fail_allocation(int64_t n):
+    """Make the ``n``-th kernel allocation from now fail, once (0: none). For tests."""
+    global fail_countdown
+    if n < 0:
+        raise ValueError(f"n must be >= 0, got {n}")
+    fail_countdown = n
+
+
+def allocation_failure_pending():
+    """Whether an armed failure has not happened yet (the run made fewer allocations)."""
+    return fail_countdown > 0

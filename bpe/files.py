@@ -1,0 +1,78 @@
+"""Files in and out: the list of inputs, UTF-8 checks of what is read, atomic writes.
+
+Every output bpe writes goes through a temporary name in the destination's
+directory and is renamed once complete, so a reader sees the old file or the
+new one, never a half-written one.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import Union
+
+from bpe._scanner import first_invalid_utf8
+from bpe.errors import CorpusDecodeError
+
+PathLike = Union[str, bytes, "os.PathLike[str]"]
+ERRORS = ("strict", "replace")
+
+
+def resolve_inputs(inputs) -> list[str]:
+    """A path, a list of paths, or a directory (its ``*.txt`` files, sorted)."""
+    if isinstance(inputs, (str, bytes, os.PathLike)):
+        inputs = [inputs]
+    paths = []
+    for item in inputs:
+        path = os.fsdecode(item)
+        if os.path.isdir(path):
+            found = sorted(os.path.join(path, name) for name in os.listdir(path) if name.endswith(".txt"))
+            if not found:
+                raise FileNotFoundError(f"{path}: directory has no *.txt files")
+            paths.extend(found)
+        elif os.path.exists(path):
+            paths.append(path)
+        else:
+            raise FileNotFoundError(f"{path}: no such file")
+    if not paths:
+        raise ValueError("no input files given")
+    return paths
+
+
+def check_errors(errors: str) -> str:
+    """The ``errors`` argument: "strict" (invalid UTF-8 raises) or "replace" (U+FFFD)."""
+    if errors not in ERRORS:
+        raise ValueError(f"errors must be 'strict' or 'replace', got {errors!r}")
+    return errors
+
+
+def checked_utf8(raw, path: str, start: int, errors: str):
+    """``raw`` (bytes-like, read from ``path`` at byte ``start``) checked to be UTF-8;
+    with errors="replace", invalid bytes become U+FFFD (in new bytes)."""
+    bad = first_invalid_utf8(raw)
+    if bad < 0:
+        return raw
+    if errors == "replace":
+        return bytes(raw).decode("utf-8", errors="replace").encode("utf-8")
+    try:   # for the reason, as Python words it
+        bytes(raw[bad:bad + 4]).decode("utf-8")
+        reason = "invalid byte"
+    except UnicodeDecodeError as e:
+        reason = e.reason
+    raise CorpusDecodeError(
+        f"{path}: invalid UTF-8 at byte offset {start + bad} ({reason}); "
+        "pass errors='replace' to read such bytes as U+FFFD")
+
+
+def atomic_write_text(path: str, text: str) -> None:
+    """Write ``text`` under a temporary name and rename it to ``path`` once complete."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as file:
+            file.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise

@@ -1,0 +1,94 @@
+"""Where work runs in parallel: threads for the kernels, processes only for ``regex``.
+
+The kernels (scanning, counting, encoding) run without the GIL, so threads are
+their natural workers: nothing is spawned or pickled, no ``if __name__ ==
+"__main__":`` guard is needed in a user's script, the workers share one copy
+of the vocabulary, and they end with the process however it ends. Only
+pre-tokenizing with a custom pattern holds the GIL (``regex`` builds a str per
+pre-token), and only that runs in processes (``map_in_processes``).
+"""
+from __future__ import annotations
+
+import collections
+import multiprocessing
+import os
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Iterable, Iterator, Optional, TypeVar
+
+Item = TypeVar("Item")
+Result = TypeVar("Result")
+
+
+def resolve_workers(num_workers: Optional[int]) -> int:
+    """``num_workers`` checked, or the cores this process may run on for None."""
+    if num_workers is None:
+        try:
+            return max(len(os.sched_getaffinity(0)), 1)
+        except AttributeError:
+            return os.cpu_count() or 1
+    if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1:
+        raise ValueError(f"num_workers must be a positive int or None, got {num_workers!r}")
+    return num_workers
+
+
+def map_ordered(function: Callable[[Item], Result], items: Iterable[Item], num_workers: int,
+                window: Optional[int] = None) -> Iterator[tuple[Item, Result]]:
+    """``(item, function(item))`` for each item, in order, computed on ``num_workers``
+    threads (in this one for 1) with at most ``window`` (default 2 per worker)
+    in flight, so items are drawn lazily and results do not pile up.
+
+    A failure is raised at its item's turn. When the caller stops early (an
+    error, Ctrl-C, ``close()``), items not started are cancelled and the
+    running ones are waited for: no thread outlives the call.
+    """
+    if num_workers <= 1:
+        for item in items:
+            yield item, function(item)
+        return
+    window = window or 2 * num_workers
+    items = iter(items)
+    pending: collections.deque = collections.deque()
+    pool = ThreadPoolExecutor(num_workers, thread_name_prefix="bpe-worker")
+    try:
+        while True:
+            while len(pending) < window:
+                item = next(items, _END)
+                if item is _END:
+                    break
+                pending.append((item, pool.submit(function, item)))
+            if not pending:
+                return
+            item, future = pending.popleft()
+            yield item, future.result()
+    finally:
+        for _, future in pending:
+            future.cancel()
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+_END = object()
+
+
+def process_context() -> Optional[multiprocessing.context.BaseContext]:
+    """The start method for worker processes: fork on Linux, where a child starts
+    with the parent's modules and needs no ``__main__`` guard in the user's
+    script (whatever the default start method, which Python 3.14 makes
+    forkserver); None elsewhere, where callers use threads instead."""
+    if sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("fork")
+    return None
+
+
+def map_in_processes(function: Callable[[Item], Result], tasks: Iterable[Item],
+                     num_workers: int) -> Iterator[Result]:
+    """``function(task)`` for each task, in order, in ``num_workers`` processes: for
+    work that holds the GIL. ``function`` must be a module-level function and
+    tasks and results picklable. Falls back to threads where fork is missing."""
+    context = process_context()
+    if num_workers <= 1 or context is None:
+        for _, result in map_ordered(function, tasks, num_workers):
+            yield result
+        return
+    with context.Pool(num_workers) as pool:
+        yield from pool.imap(function, tasks)
