@@ -1,0 +1,193 @@
+"""Out of memory, and buffers the kernels are handed: a MemoryError or a ValueError,
+never a crash, and never a wrong result afterwards.
+
+``bpe._memory.fail_allocation(n)`` makes the n-th kernel allocation from then on
+fail (every kernel allocates through that module). Each test runs a whole
+operation with the failure injected at every point it allocates (or a spread
+of them, where there are thousands) and checks that each run either raises
+MemoryError or gives the right answer, and that the objects involved give the
+right answer afterwards.
+"""
+import numpy as np
+import pytest
+
+import bpe
+from bpe import _memory, _scanner, _train
+from bpe.encoder import Encoder
+
+from conftest import random_corpus
+
+
+def with_failure_at(n, function):
+    """``function()``'s result, or MemoryError if it raised one; and whether the
+    armed failure happened (False: the run made fewer than n allocations)."""
+    _memory.fail_allocation(n)
+    try:
+        result = function()
+    except MemoryError:
+        result = MemoryError
+    finally:
+        happened = not _memory.allocation_failure_pending()
+        _memory.fail_allocation(0)
+    return result, happened
+
+
+def failure_points(function, dense=300, spread=60):
+    """Every n up to ``dense``, then ``spread`` points up to the run's last allocation."""
+    n = 1
+    while n <= dense:
+        yield n
+        result, happened = with_failure_at(n, function)
+        if not happened:
+            return
+        n += 1
+    total = dense
+    while with_failure_at(total, function)[1]:
+        total *= 2
+    yield from range(dense + 1, total, max(1, (total - dense) // spread))
+
+
+def test_the_hook_fails_exactly_one_allocation():
+    counts = bpe.PretokenCounts.from_mapping({"hello": 3, " world": 2})
+    assert with_failure_at(1, lambda: _train.MergeState(counts.data, counts.offsets, counts.counts, 5)) \
+        == (MemoryError, True)
+    state = _train.MergeState(counts.data, counts.offsets, counts.counts, 5)   # the next one works
+    assert state.run(5, 1) == 5
+
+
+def test_training_fails_cleanly_at_every_allocation():
+    counts = bpe.PretokenCounts.from_mapping(
+        {piece: 1 + i % 7 for i, piece in enumerate(random_corpus(5, n_words=600).split(" "))}, "gpt2")
+    expected = bpe.train_from_counts(counts, 256 + 120).merges
+    outcomes = set()
+    for n in failure_points(lambda: bpe.train_from_counts(counts, 256 + 120)):
+        result, happened = with_failure_at(n, lambda: bpe.train_from_counts(counts, 256 + 120).merges)
+        assert result is MemoryError or result == expected, n
+        outcomes.add(result is MemoryError)
+    assert outcomes == {True, False}      # failures were injected, and runs past the last allocation succeed
+    assert bpe.train_from_counts(counts, 256 + 120).merges == expected
+
+
+def test_counting_fails_cleanly_at_every_allocation():
+    text = random_corpus(6, n_words=1500).encode()
+    expected = bpe.PretokenCounts.from_mapping(
+        {piece.encode(): count for piece, count in
+         __import__("collections").Counter(bpe.pretokenize(text.decode())).items()})
+
+    def count():
+        interner = _scanner.Interner()
+        interner.count(text, _scanner.PATTERN_IDS["gpt2"])
+        return bpe.PretokenCounts(*interner.arrays(), "gpt2")
+
+    for n in failure_points(count):
+        result, _ = with_failure_at(n, count)
+        assert result is MemoryError or result == expected, n
+
+
+@pytest.mark.parametrize("name", ["gpt2", "o200k_base"])
+def test_encoding_fails_cleanly_and_sessions_stay_whole(name):
+    tok = bpe.load(name)
+    text = random_corpus(7, n_words=2000, special="<|endoftext|>") + " " + "x" * 3000
+    texts = [text[i:i + 700] for i in range(0, len(text), 700)]
+    expected, expected_batch = tok.encode(text), tok.encode_batch(texts, num_threads=1)
+
+    def encode_cold():
+        tok.clear_cache()            # a fresh session: its own allocations are injected too
+        return tok.encode(text)
+
+    for n in failure_points(encode_cold, dense=200, spread=40):
+        result, _ = with_failure_at(n, encode_cold)
+        assert result is MemoryError or result == expected, n
+        # The session that failed went back to the pool, its cache part-filled: it must still be right.
+        assert tok.encode(text) == expected
+        result, _ = with_failure_at(n, lambda: tok.encode_batch(texts, num_threads=1))
+        assert result is MemoryError or result == expected_batch, n
+        assert tok.encode_batch(texts, num_threads=1) == expected_batch
+
+
+def test_building_an_encoder_fails_cleanly():
+    tok = bpe.Tokenizer(bpe.load("gpt2").vocab, bpe.load("gpt2").merges[:3000], {"<|endoftext|>": 50256})
+    encoder = tok.encoder
+    arrays = encoder._arrays
+
+    def build():
+        return Encoder(arrays, "gpt2", {"<|endoftext|>": 50256}).encode_strs(["hello world"], [])[0].tolist()
+
+    expected = build()
+    for n in failure_points(build, dense=100, spread=30):
+        result, _ = with_failure_at(n, build)
+        assert result is MemoryError or result == expected, n
+
+
+def test_finding_special_tokens_fails_cleanly():
+    data = b"a<|x|>" * 5000
+    expected = _scanner.find_special_spans(data, [b"<|x|>"])
+    for n in failure_points(lambda: _scanner.find_special_spans(data, [b"<|x|>"])):
+        result, _ = with_failure_at(n, lambda: _scanner.find_special_spans(data, [b"<|x|>"]))
+        assert result is MemoryError or result == expected, n
+
+
+def test_a_merge_state_that_failed_refuses_to_continue():
+    counts = bpe.PretokenCounts.from_mapping({piece: 2 for piece in random_corpus(8).split(" ")})
+    state = _train.MergeState(counts.data, counts.offsets, counts.counts, 100)
+    for n in range(1, 200):
+        result, happened = with_failure_at(n, lambda: state.run(100, 1))
+        if result is MemoryError:
+            with pytest.raises(RuntimeError, match="failed part-way"):
+                state.run(1, 1)
+            return
+    pytest.fail("no allocation failed in the merge loop")
+
+
+# ------------------------------------------------------------------ buffers handed to kernels
+
+def test_every_kernel_entry_checks_its_offsets():
+    data = np.frombuffer(b"abcdef", np.uint8)
+    bad = np.array([0, 4, 2, 6], np.int64)           # the ends are right; the middle falls back
+    counts = np.ones(3, np.int64)
+    with pytest.raises(ValueError, match=r"offset 2 \(2\) is below offset 1 \(4\)"):
+        _train.MergeState(data, bad, counts, 1)
+    with pytest.raises(ValueError, match=r"offset 2 \(2\) is below offset 1 \(4\)"):
+        _scanner.Interner().add_arrays(data, bad, counts)
+    encoder = bpe.load("gpt2").encoder
+    with pytest.raises(ValueError, match=r"offset 2 \(2\) is below offset 1 \(4\)"):
+        encoder._kernel.split_ranked(data, bad)
+    from bpe._encode import Session
+    with pytest.raises(ValueError, match=r"text offsets: offset 2 \(2\) is below offset 1 \(4\)"):
+        encoder._kernel.encode_texts(Session(), data, bad, 0, [], np.empty(0, np.uint32))
+    from bpe._lists import ids_to_lists
+    with pytest.raises(ValueError, match=r"id offsets: offsets end at 9"):
+        ids_to_lists(np.zeros(6, np.uint32), np.array([0, 9], np.int64), tuple(range(10)))
+    with pytest.raises(ValueError, match="token id 7 has no prebuilt int"):
+        ids_to_lists(np.array([7], np.uint32), np.array([0, 1], np.int64), tuple(range(5)))
+
+
+def test_encoder_arrays_are_checked():
+    arrays = dict(bpe.load("gpt2").encoder._arrays)
+    broken = dict(arrays, ranked_ids=np.array([10**6], np.int32))
+    with pytest.raises(ValueError, match=r"ranked id 1000000 \(rank 0\) is not among the token ids"):
+        Encoder(broken, "gpt2", {})
+    offsets = arrays["token_offsets"].copy()
+    offsets[5] = offsets[7]
+    with pytest.raises(ValueError, match="token arrays: offset 6"):
+        Encoder(dict(arrays, token_offsets=offsets), "gpt2", {})
+    with pytest.raises(ValueError, match="byte_ids has 3 entries, not 256"):
+        Encoder(dict(arrays, byte_ids=np.arange(3, dtype=np.int32)), "gpt2", {})
+
+
+def test_validated_counts_cannot_be_changed_under_the_kernels(tmp_path):
+    offsets = np.array([0, 3, 5], np.int64)
+    counts = bpe.PretokenCounts(np.frombuffer(b"abcde", np.uint8), offsets, np.array([1, 2], np.int64))
+    offsets[1] = 1 << 40                  # the caller's array: the counts hold their own copy
+    assert counts.offsets.tolist() == [0, 3, 5]
+    with pytest.raises(ValueError, match="read-only"):
+        counts.offsets[1] = 1 << 40
+    from bpe import pure
+    assert bpe.train_from_counts(counts + counts, 258).merges == \
+        pure.train_from_counts({b"abc": 2, b"de": 4}, 2) == [(b"d", b"e"), (b"b", b"c")]
+    crafted = tmp_path / "crafted.npz"
+    np.savez(crafted, format_version=np.int64(1), data=np.frombuffer(b"abcde", np.uint8),
+             offsets=np.array([0, 4, 2, 5], np.int64), counts=np.ones(3, np.int64),
+             pattern=np.array("gpt2"), has_pattern=np.bool_(True))
+    with pytest.raises(ValueError, match="crafted.npz: offsets must rise from 0 to len"):
+        bpe.PretokenCounts.load(crafted)
