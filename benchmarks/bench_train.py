@@ -8,7 +8,7 @@ split at <|endoftext|>, streamed from disk).
     python benchmarks/bench_train.py --corpus ~/.cache/bpe-corpora/prose_en.txt --vocab-size 10000
     python benchmarks/bench_train.py --corpus ~/.cache/bpe-corpora/code_linux.txt --vocab-size 32000
 
-Corpora: ``python ../shared/corpora/build prose code``. Peers: ``pip install -e ".[peers]"``.
+Corpora: ``python benchmarks/build_corpora.py prose code``. Peers: ``pip install -e ".[peers]"``.
 """
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
+"""``python -m bpe``: the command line."""
 import sys
 
 from bpe.cli import main
 
-sys.exit(main())
+if __name__ == "__main__":
+    sys.exit(main())

@@ -13,7 +13,9 @@ import sys
 import time
 import warnings
 
+import bpe
 from bpe.errors import BpeError
+from bpe.files import resolve_inputs
 
 DEFAULT_CORPUS = os.path.join(os.path.dirname(__file__), "data", "tinyshakespeare.txt")
 
@@ -33,8 +35,6 @@ def _longest_tokens(tok, n: int) -> list[bytes]:
 
 
 def cmd_train(args) -> None:
-    import bpe
-
     files = args.files or [DEFAULT_CORPUS]
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
@@ -56,8 +56,6 @@ def cmd_train(args) -> None:
 
 
 def _load_tokenizer(name_or_path: str):
-    import bpe
-
     try:
         return bpe.load(name_or_path)
     except FileNotFoundError:
@@ -80,14 +78,12 @@ def cmd_encode(args) -> None:
 def cmd_decode(args) -> None:
     import numpy as np
 
-    from bpe import open_tokens, read_metadata
-
     tok = _load_tokenizer(args.tokenizer)
     if args.array == "-":
         ids = [int(word) for word in sys.stdin.read().split()]
     else:
-        ids = open_tokens(args.array)
-        metadata_vocab = read_metadata(args.array)["n_vocab"]
+        ids = bpe.open_tokens(args.array)
+        metadata_vocab = bpe.read_metadata(args.array)["n_vocab"]
         if metadata_vocab != tok.n_vocab:
             raise UserError(f"{args.array} was encoded with a vocab of {metadata_vocab} ids; "
                             f"{args.tokenizer} has {tok.n_vocab}")
@@ -101,8 +97,6 @@ def cmd_count(args) -> None:
     if args.files == ["-"]:
         text = sys.stdin.read()
     else:
-        from bpe.files import resolve_inputs
-
         text = "".join(open(path, encoding="utf-8").read() for path in resolve_inputs(args.files))
     n_chars, n_bytes = len(text), len(text.encode("utf-8"))
     rows = []

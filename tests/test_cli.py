@@ -2,6 +2,7 @@
 import subprocess
 import sys
 
+import pytest
 
 import bpe
 from bpe.token_array import open_tokens
@@ -69,3 +70,19 @@ def test_user_errors_are_one_line_without_traceback(tmp_path):
         assert message in result.stderr and "Traceback" not in result.stderr
         assert len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert not (tmp_path / "o").exists() and not (tmp_path / "x.bin").exists()
+
+
+def test_our_errors_are_one_line_and_bugs_keep_their_traceback(tmp_path, monkeypatch, capsys):
+    from bpe import cli
+
+    (tmp_path / "bad.bpe").write_text("not a tokenizer\n", encoding="utf-8")
+    assert cli.main(["inspect", str(tmp_path / "bad.bpe")]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"bpe inspect: error: {tmp_path / 'bad.bpe'}, line 1: expected 'bpe-tokenizer 1', found 'not a tokenizer'"]
+
+    def bug(name):
+        raise TypeError("a bug in bpe")
+
+    monkeypatch.setattr(cli, "_load_tokenizer", bug)
+    with pytest.raises(TypeError, match="a bug in bpe"):
+        cli.main(["inspect", "gpt2"])

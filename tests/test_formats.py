@@ -138,7 +138,7 @@ def test_tiktoken_file_round_trip_for_cl100k(tmp_path):
 
 def test_tiktoken_file_errors_name_the_line(tmp_path):
     (tmp_path / "bad.tiktoken").write_text("YQ== 0\nnot-base64!! 1\n", encoding="utf-8")
-    with pytest.raises(ValueError, match=r"bad.tiktoken, line 2"):
+    with pytest.raises(bpe.TokenizerFileError, match=r"bad.tiktoken, line 2"):
         bpe.Tokenizer.from_tiktoken(tmp_path / "bad.tiktoken", pattern="gpt2")
 
 
@@ -150,3 +150,20 @@ def test_huggingface_export_encodes_identically(which, trained, tmp_path):
     hf = tokenizers.Tokenizer.from_file(path)
     for text in TEXTS:
         assert hf.encode(text).ids == tok.encode(text), which
+
+
+def test_every_reader_raises_the_same_class_for_a_bad_file(tmp_path):
+    # One class for one fault, whichever reader met it; it refines ValueError.
+    (tmp_path / "bad.bpe").write_text("bpe-tokenizer 1\n{}\n", encoding="utf-8")
+    (tmp_path / "vocab.json").write_text("[1, 2]", encoding="utf-8")
+    (tmp_path / "merges.txt").write_text("a b c\n", encoding="utf-8")
+    (tmp_path / "bad.tiktoken").write_text("YQ== x\n", encoding="utf-8")
+    (tmp_path / "cut.tiktoken.gz").write_bytes(__import__("gzip").compress(b"YQ== 0\n" * 1000)[:40])
+    for read in (lambda: bpe.load(tmp_path / "bad.bpe"),
+                 lambda: bpe.Tokenizer.from_files(tmp_path / "vocab.json", tmp_path / "merges.txt"),
+                 lambda: bpe.Tokenizer.from_tiktoken(tmp_path / "bad.tiktoken", pattern="gpt2"),
+                 lambda: bpe.Tokenizer.from_tiktoken(tmp_path / "cut.tiktoken.gz", pattern="gpt2")):
+        with pytest.raises(bpe.TokenizerFileError) as raised:
+            read()
+        assert isinstance(raised.value, ValueError) and isinstance(raised.value, bpe.BpeError)
+        assert str(tmp_path) in str(raised.value)

@@ -1,0 +1,6 @@
+import numpy as np
+import numpy.typing as npt
+
+def ids_to_list(ids: npt.NDArray[np.uint32], id_objects: tuple[int, ...]) -> list[int]: ...
+def ids_to_lists(ids: npt.NDArray[np.uint32], offsets: npt.NDArray[np.int64],
+                 id_objects: tuple[int, ...]) -> list[list[int]]: ...
