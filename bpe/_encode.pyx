@@ -128,10 +128,12 @@ cdef int scratch_reserve(Scratch* s, int64_t n) noexcept nogil:
 
 
 cdef class Session:
-    """Scratch buffers and a pre-token cache for one thread's encoding calls.
+    """Scratch buffers and a pre-token cache (up to ``CACHE_MAX_ENTRIES``
+    pre-tokens, then started afresh) for one encoding call at a time.
 
-    Kept across calls (one per thread), so the cache stays warm over a batch of
-    short texts; never shared between threads at the same time.
+    ``bpe.encoder.Encoder`` pools sessions and lends one to each call, so the
+    cache stays warm from call to call; a session is never used by two calls
+    at once.
     """
     cdef Scratch scratch
 
