@@ -26,7 +26,7 @@ import numpy as np
 
 from bpe._bytestable cimport (BytesTable, bytestable_add, bytestable_clear, bytestable_find,
                               bytestable_free, bytestable_init)
-from bpe._checks cimport check_offsets
+from bpe._checks cimport check_ids, check_offsets
 from bpe._memory cimport grow, mem_alloc, mem_free, reserve_fresh
 from bpe._pairmap cimport PairMap, pairmap_free, pairmap_get, pairmap_init, pairmap_set
 from bpe._scanner cimport check_pattern, next_pretoken
@@ -41,6 +41,7 @@ cdef extern from "Python.h":
     Py_ssize_t PyUnicode_GET_LENGTH(object text)
 
 cdef enum:
+    MAX_TOKEN_ID = 0x7FFFFFFE           # ids are token_t (int32) inside the kernel
     CACHE_MAX_PIECE_BYTES = 256      # longer pre-tokens are rare; not worth caching
     CACHE_MAX_ENTRIES = 1 << 18      # then the cache starts afresh: memory stays bounded
     WHOLE_SEGMENT = -1               # "pattern" id: no pre-tokenization
@@ -230,12 +231,10 @@ cdef class EncodeKernel:
         if byte_ids.shape[0] != 256:
             raise ValueError(f"byte_ids has {byte_ids.shape[0]} entries, not 256")
         check_offsets(token_offsets, n_tokens, token_data.shape[0], "token arrays")
-        for t in range(n_tokens):
-            if token_ids[t] < 0:
-                raise ValueError(f"token arrays: token {t} has a negative id {token_ids[t]}")
+        # Ids become uint32 outputs and index the callers' tables: none may be negative.
+        check_ids(token_ids, MAX_TOKEN_ID + 1, "token ids")
+        check_ids(byte_ids, MAX_TOKEN_ID + 1, "byte_ids")
         for t in range(256):
-            if byte_ids[t] < 0:
-                raise ValueError(f"byte_ids: byte {t} has a negative id {byte_ids[t]}")
             self.byte_ids[t] = byte_ids[t]
         self.n_ranks = <int32_t>ranked_ids.shape[0]
         self.merged_id = <token_t*>mem_alloc(max(self.n_ranks, 1) * sizeof(token_t))

@@ -171,6 +171,10 @@ def test_encoder_arrays_are_checked():
     offsets[5] = offsets[7]
     with pytest.raises(ValueError, match="token arrays: offset 6"):
         Encoder(dict(arrays, token_offsets=offsets), "gpt2", {})
+    token_ids = arrays["token_ids"].copy()
+    token_ids[3] = -5
+    with pytest.raises(ValueError, match=r"token ids: id -5 at 3 is not in \[0, 2147483647\)"):
+        Encoder(dict(arrays, token_ids=token_ids), "gpt2", {})
     with pytest.raises(ValueError, match="byte_ids has 3 entries, not 256"):
         Encoder(dict(arrays, byte_ids=np.arange(3, dtype=np.int32)), "gpt2", {})
 
