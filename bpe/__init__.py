@@ -6,9 +6,9 @@
 """
 from bpe.counting import PretokenCounts, count_pretokens
 from bpe.encode_file import EncodeSummary
-from bpe.errors import BpeError, CorpusDecodeError, CorpusEncodeError, TokenizerFileError
+from bpe.errors import BpeError, CorpusDecodeError, CorpusEncodeError, TokenArrayError, TokenizerFileError
 from bpe.patterns import PATTERNS, pretokenize
-from bpe.token_array import open_tokens, read_metadata
+from bpe.token_array import open_tokens, read_document_index, read_metadata
 from bpe.tokenizer import Tokenizer, load
 from bpe.trainer import train, train_from_counts, train_from_iterator
 
@@ -19,11 +19,13 @@ __all__ = [
     "CorpusEncodeError",
     "EncodeSummary",
     "PretokenCounts",
+    "TokenArrayError",
     "Tokenizer",
     "TokenizerFileError",
     "count_pretokens",
     "load",
     "open_tokens",
+    "read_document_index",
     "read_metadata",
     "pretokenize",
     "train",

@@ -94,9 +94,11 @@ class ChunkWriter:
     write to ``place`` (the path taken when an earlier chunk is late), for tests.
     """
 
-    def __init__(self, encoder, fd: int, settings: ChunkSettings, direct: bool = True):
+    def __init__(self, encoder, fd: int, settings: ChunkSettings, direct: bool = True,
+                 name: str = "the token array"):
         self.encoder = encoder
         self.fd = fd
+        self.name = name          # the user's output path, for errors (fd is a temporary file)
         self.settings = settings
         self.direct = direct
         self.offsets = TokenOffsets()
@@ -121,7 +123,7 @@ class ChunkWriter:
         raw = memoryview(buffers.raw)[:chunk.n_bytes]
         with open(chunk.path, "rb") as file:
             file.seek(chunk.start)
-            if file.readinto(raw) != chunk.n_bytes:
+            if _read_into(file, raw) != chunk.n_bytes:
                 raise CorpusEncodeError(f"{chunk.path}: changed while being encoded (bytes "
                                         f"{chunk.start}-{chunk.end} could not be read)")
         digest = hashlib.sha256(raw).hexdigest()
@@ -157,5 +159,20 @@ class ChunkWriter:
         view = memoryview(ids).cast("B")
         offset = token_offset * self.settings.dtype.itemsize
         while len(view):         # pwrite may write less than asked
-            written = os.pwrite(self.fd, view, offset)
+            try:
+                written = os.pwrite(self.fd, view, offset)
+            except OSError as e:
+                raise CorpusEncodeError(f"{self.name}: writing the token array failed: "
+                                        f"{e.strerror or e}") from e
             view, offset = view[written:], offset + written
+
+
+def _read_into(file, view: memoryview) -> int:
+    """Fill ``view`` from ``file`` (readinto may read less than asked); the bytes read."""
+    done = 0
+    while done < len(view):
+        n = file.readinto(view[done:])
+        if not n:
+            break
+        done += n
+    return done

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 import time
 import warnings
 
 import bpe
-from bpe.errors import BpeError
-from bpe.files import resolve_inputs
+from bpe.errors import BpeError, CorpusDecodeError
+from bpe.files import checked_utf8, resolve_inputs
 
 DEFAULT_CORPUS = os.path.join(os.path.dirname(__file__), "data", "tinyshakespeare.txt")
 
@@ -41,7 +43,7 @@ def cmd_train(args) -> None:
         warnings.simplefilter("always")
         tok = bpe.train(files, args.vocab_size, args.special_token, pattern=args.pattern,
                         min_frequency=args.min_frequency, num_workers=args.workers,
-                        progress=_show_progress(args))
+                        errors=args.errors, progress=_show_progress(args))
     seconds = time.perf_counter() - start
     path = tok.save(args.output if args.output.endswith(".bpe") else os.path.join(args.output, ""))
     for warning in caught:
@@ -70,7 +72,7 @@ def _show_progress(args) -> bool:
 def cmd_encode(args) -> None:
     tok = _load_tokenizer(args.tokenizer)
     summary = tok.encode_file(args.files, args.output, dtype=args.dtype, num_workers=args.workers,
-                              progress=_show_progress(args))
+                              errors=args.errors, progress=_show_progress(args))
     print(summary)
     print(f"read with: numpy.memmap({summary.output!r}, dtype='{summary.dtype}', mode='r')")
 
@@ -83,11 +85,14 @@ def cmd_decode(args) -> None:
         ids = [int(word) for word in sys.stdin.read().split()]
     else:
         ids = bpe.open_tokens(args.array)
-        metadata_vocab = bpe.read_metadata(args.array)["n_vocab"]
-        if metadata_vocab != tok.n_vocab:
-            raise UserError(f"{args.array} was encoded with a vocab of {metadata_vocab} ids; "
-                            f"{args.tokenizer} has {tok.n_vocab}")
+        recorded = bpe.read_metadata(args.array)["tokenizer_fingerprint"]
+        if recorded != tok.fingerprint() and not args.force:
+            raise UserError(f"{args.array} was encoded with another tokenizer than {args.tokenizer} "
+                            f"(fingerprint {recorded[:12]}, not {tok.fingerprint()[:12]}); "
+                            "--force decodes it anyway")
     if args.head is not None:
+        if args.head < 0:
+            raise UserError(f"--head {args.head}: give a number of tokens >= 0")
         ids = ids[:args.head]
     sys.stdout.write(tok.decode(np.asarray(ids)))
     sys.stdout.write("\n")
@@ -97,7 +102,11 @@ def cmd_count(args) -> None:
     if args.files == ["-"]:
         text = sys.stdin.read()
     else:
-        text = "".join(open(path, encoding="utf-8").read() for path in resolve_inputs(args.files))
+        parts = []
+        for path in resolve_inputs(args.files):
+            with open(path, "rb") as file:
+                parts.append(bytes(checked_utf8(file.read(), path, 0, args.errors)).decode("utf-8"))
+        text = "".join(parts)
     n_chars, n_bytes = len(text), len(text.encode("utf-8"))
     rows = []
     for name in args.tokenizer.split(","):
@@ -135,6 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--workers", type=int, default=None, help="workers (default: all cores)")
     train.add_argument("-o", "--output", required=True, help="directory (or .bpe file) to write")
     train.add_argument("--quiet", action="store_true", help="no progress bars")
+    _add_errors(train)
     train.set_defaults(run=cmd_train)
 
     encode = commands.add_parser("encode", help="encode text files into a memory-mapped token array")
@@ -144,17 +154,21 @@ def build_parser() -> argparse.ArgumentParser:
     encode.add_argument("--workers", type=int, default=None, help="threads (default: all cores)")
     encode.add_argument("--dtype", default=None, help="uint16 or uint32 (default: the smallest that fits)")
     encode.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_errors(encode)
     encode.set_defaults(run=cmd_encode)
 
     decode = commands.add_parser("decode", help="print the text of a token array (or of ids on stdin)")
     decode.add_argument("array", help="a token array written by 'bpe encode', or - for ids on stdin")
     decode.add_argument("--tokenizer", required=True)
     decode.add_argument("--head", type=int, default=None, metavar="N", help="only the first N tokens")
+    decode.add_argument("--force", action="store_true",
+                        help="decode even if the array was encoded with another tokenizer")
     decode.set_defaults(run=cmd_decode)
 
     count = commands.add_parser("count", help="compare token counts of tokenizers on the same text")
     count.add_argument("files", nargs="+", help="text files, or - for stdin")
     count.add_argument("--tokenizer", required=True, help="comma-separated, e.g. gpt2,cl100k_base,o200k_base")
+    _add_errors(count)
     count.set_defaults(run=cmd_count)
 
     inspect = commands.add_parser("inspect", help="describe a tokenizer")
@@ -164,16 +178,53 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_errors(command) -> None:
+    command.add_argument("--errors", choices=["strict", "replace"], default="strict",
+                         help="invalid UTF-8 in the input: stop with an error naming the file and "
+                              "offset (strict, the default), or read it as U+FFFD (replace)")
+
+
+class Terminated(BaseException):
+    """SIGTERM: stop as Ctrl-C does, cleaning up on the way out."""
+
+
+def _terminate(signum, frame):
+    raise Terminated()
+
+
+def _message(error: BaseException) -> str:
+    if isinstance(error, CorpusDecodeError):
+        return (f"{error.path}: invalid UTF-8 at byte offset {error.offset} ({error.reason}); "
+                "pass --errors replace to read such bytes as U+FFFD")
+    return str(error)
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    # This process is the command's own: SIGTERM unwinds like Ctrl-C, so a run
+    # that is stopped removes what it had begun to write.
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminate) if in_main_thread else None
     try:
         args.run(args)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader went away (`bpe inspect gpt2 | head -2`): stop quietly, and keep
+        # Python from complaining when it flushes stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except (UserError, BpeError, OSError, ValueError) as e:
-        print(f"bpe {args.command}: error: {e}", file=sys.stderr)
+        print(f"bpe {args.command}: error: {_message(e)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"bpe {args.command}: interrupted", file=sys.stderr)
         return 130
+    except Terminated:
+        print(f"bpe {args.command}: terminated", file=sys.stderr)
+        return 143
+    finally:
+        if in_main_thread:
+            signal.signal(signal.SIGTERM, previous)
     return 0
 
 

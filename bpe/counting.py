@@ -18,8 +18,8 @@ import regex
 
 from bpe._scanner import Interner
 from bpe.chunking import plan_chunks
-from bpe.files import check_errors, checked_utf8, resolve_inputs
-from bpe.patterns import canonical_pattern, compile_pattern, native_pattern_id
+from bpe.files import check_errors, check_regular_files, checked_utf8, resolve_inputs
+from bpe.patterns import canonical_pattern, compile_pattern, native_pattern_id, regex_pretokens
 from bpe.progress import progress_bar
 from bpe.specials import check_special_tokens, special_spans, split_special
 from bpe.workers import map_in_processes, map_ordered, resolve_workers
@@ -189,7 +189,7 @@ def _count_utf8(texts: Sequence[bytes], special_tokens: Sequence[str],
                     if segment:
                         counter[segment] += 1
                 else:
-                    counter.update(compiled.findall(segment))
+                    counter.update(regex_pretokens(compiled, segment))
         return PretokenCounts.from_mapping(
             {key.encode("utf-8", "surrogatepass"): count for key, count in counter.items()}, pattern)
     interner = Interner()
@@ -260,6 +260,7 @@ def count_pretokens(
     ``num_workers``.
     """
     paths = resolve_inputs(input)
+    check_regular_files(paths)
     special_tokens = check_special_tokens(special_tokens)
     pattern = canonical_pattern(pattern)
     errors = check_errors(errors)

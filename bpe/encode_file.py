@@ -25,10 +25,11 @@ import numpy as np
 from bpe.chunk_writer import ChunkSettings, ChunkWriter
 from bpe.chunking import iter_chunks
 from bpe.errors import CorpusEncodeError
-from bpe.files import check_errors, resolve_inputs
+from bpe.files import check_errors, check_regular_files, refuse_overwriting_inputs, resolve_inputs
 from bpe.progress import progress_bar
 from bpe.specials import special_policy
-from bpe.token_array import build_metadata, commit, write_sidecars
+from bpe.token_array import (OutputLock, build_metadata, commit, index_path, metadata_path,
+                             temporary_prefix)
 from bpe.workers import map_ordered, resolve_workers
 
 #: Chunks have a fixed size (not one derived from the worker count), so the input
@@ -75,10 +76,17 @@ def encode_file(tokenizer, inputs, output, *, dtype=None, num_workers: Optional[
     """
     started = time.perf_counter()
     dtype = tokenizer.token_dtype(dtype)                 # a too-small dtype fails before any work
+    if not dtype.isnative:
+        raise ValueError(f"dtype {dtype.str} is not in this machine's byte order; token arrays hold "
+                         f"native ids (pass {dtype.newbyteorder('=').name})")
     paths = resolve_inputs(inputs)
     errors = check_errors(errors)
     num_workers = resolve_workers(num_workers)
     output = os.fspath(output)
+    if os.path.isdir(output) or output.endswith(os.sep):
+        raise IsADirectoryError(f"{output}: is a directory; give the path of the token array to write")
+    refuse_overwriting_inputs([output, metadata_path(output), index_path(output)], paths)
+    statuses = check_regular_files(paths)
     allowed, _ = special_policy(tokenizer.special_tokens, allowed_special, ())   # unknown names fail early
     specials = list(tokenizer.special_tokens)
     separator = specials[0] if specials and specials[0] in allowed else None
@@ -87,43 +95,65 @@ def encode_file(tokenizer, inputs, output, *, dtype=None, num_workers: Optional[
 
     directory = os.path.dirname(os.path.abspath(output))
     os.makedirs(directory, exist_ok=True)
-    work = tempfile.mkdtemp(dir=directory, prefix=".bpe-encode-")
-    tmp_output = os.path.join(work, "tokens.bin")
-    try:
-        sizes = [os.path.getsize(path) for path in paths]
-        total_bytes = sum(sizes)                         # the chunks cover every byte
-        # iter_chunks makes at most one chunk per chunk_size bytes of each file.
-        max_chunks = sum(-(-size // chunk_size) for size in sizes)
-        num_workers = max(1, min(num_workers, max_chunks))
-        encoder = tokenizer.encoder
-        fd = os.open(tmp_output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    with OutputLock(output):
+        work = tempfile.mkdtemp(dir=directory, prefix=temporary_prefix(output))
         try:
-            writer = ChunkWriter(encoder, fd, settings)
-            # Cuts are searched as chunks are handed out: encoding starts at once.
-            chunks = enumerate(iter_chunks(paths, chunk_size, specials, tokenizer.pattern,
-                                           snap_token=separator or ""))
-            with progress_bar(progress, total_bytes, "encoding", unit="B") as bar, \
-                    contextlib.closing(map_ordered(lambda item: writer.encode(*item), chunks,
-                                                   num_workers)) as results:
-                n_tokens, document_starts, digests = _collect(results, writer, bar)
+            n_tokens, document_starts, digests, num_workers = _encode_into(
+                tokenizer, paths, output, os.path.join(work, "tokens.bin"), settings, specials,
+                separator, num_workers, chunk_size, progress)
+            _check_unchanged(paths, statuses)
+            metadata = build_metadata(
+                dtype=dtype, n_tokens=n_tokens, n_documents=len(document_starts),
+                n_vocab=tokenizer.n_vocab, separator=separator, output=output,
+                tokenizer_fingerprint=tokenizer.fingerprint(),
+                inputs=[{"path": os.path.abspath(path), "bytes": status.st_size}
+                        for path, status in zip(paths, statuses)],
+                inputs_fingerprint=hashlib.sha256("".join(digests).encode()).hexdigest())
+            commit(output, work, os.path.join(work, "tokens.bin"), metadata, document_starts)
         finally:
-            os.close(fd)
-        if os.path.getsize(tmp_output) != n_tokens * dtype.itemsize:
-            raise CorpusEncodeError(f"{output}: the ids written hold {os.path.getsize(tmp_output)} "
-                                    f"bytes, expected {n_tokens} ids of {dtype.itemsize} bytes")
-        metadata = build_metadata(
-            dtype=dtype, n_tokens=n_tokens, n_documents=len(document_starts),
-            n_vocab=tokenizer.n_vocab, separator=separator, output=output,
-            tokenizer_fingerprint=tokenizer.fingerprint(),
-            inputs=[{"path": os.path.abspath(path), "bytes": size} for path, size in zip(paths, sizes)],
-            inputs_fingerprint=hashlib.sha256("".join(digests).encode()).hexdigest())
-        commit(output, tmp_output, *write_sidecars(work, metadata, document_starts))
+            shutil.rmtree(work, ignore_errors=True)
+    return EncodeSummary(files=paths, bytes_in=sum(status.st_size for status in statuses),
+                         tokens_out=n_tokens, documents=len(document_starts),
+                         seconds=time.perf_counter() - started, output=output,
+                         metadata=metadata_path(output), document_index=index_path(output),
+                         dtype=dtype.name, workers=num_workers)
+
+
+def _encode_into(tokenizer, paths, output, tmp_output, settings, specials, separator, num_workers,
+                 chunk_size, progress):
+    """Encode every chunk into ``tmp_output``; returns the token count, document
+    starts, chunk digests and the number of workers that ran."""
+    sizes = [os.path.getsize(path) for path in paths]
+    # iter_chunks makes at most one chunk per chunk_size bytes of each file.
+    max_chunks = sum(-(-size // chunk_size) for size in sizes)
+    num_workers = max(1, min(num_workers, max_chunks))
+    encoder = tokenizer.encoder
+    fd = os.open(tmp_output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        writer = ChunkWriter(encoder, fd, settings, name=output)
+        # Cuts are searched as chunks are handed out: encoding starts at once.
+        chunks = enumerate(iter_chunks(paths, chunk_size, specials, tokenizer.pattern,
+                                       snap_token=separator or ""))
+        with progress_bar(progress, sum(sizes), "encoding", unit="B") as bar, \
+                contextlib.closing(map_ordered(lambda item: writer.encode(*item), chunks,
+                                               num_workers)) as results:
+            n_tokens, document_starts, digests = _collect(results, writer, bar)
     finally:
-        shutil.rmtree(work, ignore_errors=True)
-    return EncodeSummary(files=paths, bytes_in=total_bytes, tokens_out=n_tokens,
-                         documents=len(document_starts), seconds=time.perf_counter() - started,
-                         output=output, metadata=output + ".json",
-                         document_index=output + ".docs.npy", dtype=dtype.name, workers=num_workers)
+        os.close(fd)
+    itemsize = settings.dtype.itemsize
+    if os.path.getsize(tmp_output) != n_tokens * itemsize:
+        raise CorpusEncodeError(f"{output}: the ids written hold {os.path.getsize(tmp_output)} "
+                                f"bytes, expected {n_tokens} ids of {itemsize} bytes")
+    return n_tokens, document_starts, digests, num_workers
+
+
+def _check_unchanged(paths, statuses) -> None:
+    """Fail, naming the input, if one changed while it was being encoded."""
+    for path, status in zip(paths, statuses):
+        now = os.stat(path)
+        if (now.st_size, now.st_mtime_ns, now.st_ino) != (status.st_size, status.st_mtime_ns, status.st_ino):
+            raise CorpusEncodeError(f"{path}: changed while being encoded ({status.st_size} bytes "
+                                    f"when the run started, {now.st_size} now); nothing was written")
 
 
 def _collect(results, writer: ChunkWriter, bar):

@@ -15,7 +15,7 @@ from typing import Mapping, Optional, Sequence
 import numpy as np
 
 from bpe._encode import EncodeKernel, Session
-from bpe.patterns import compile_pattern, native_pattern_id
+from bpe.patterns import compile_pattern, native_pattern_id, regex_pretokens
 from bpe.specials import split_special
 
 
@@ -148,7 +148,7 @@ class Encoder:
         compiled = compile_pattern(self.pattern)
         parts = []
         for segment, special in split_special(text, allowed):
-            pieces = [p.encode("utf-8") for p in compiled.findall(segment)]
+            pieces = [p.encode("utf-8") for p in regex_pretokens(compiled, segment)]
             with self._session() as session:
                 parts.append(self._kernel.encode_pieces(session, pieces))
             if special is not None:

@@ -21,7 +21,20 @@ class TokenizerFileError(BpeError, ValueError):
 class CorpusDecodeError(BpeError, ValueError):
     """Input bytes that are not valid UTF-8; names the file and byte offset at fault."""
 
+    def __init__(self, path: str, offset: int, reason: str):
+        self.path, self.offset, self.reason = path, offset, reason
+        super().__init__(f"{path}: invalid UTF-8 at byte offset {offset} ({reason}); "
+                         "pass errors='replace' to read such bytes as U+FFFD")
+
+    def __reduce__(self):
+        return type(self), (self.path, self.offset, self.reason)
+
 
 class CorpusEncodeError(BpeError, OSError):
     """Encoding a corpus failed (an input changed or could not be read, or the output
     could not be written); names the file at fault. No output was left behind."""
+
+
+class TokenArrayError(BpeError, ValueError):
+    """A token array whose sidecar does not describe it (an interrupted or concurrent
+    run, or a corrupt sidecar); names the file at fault."""

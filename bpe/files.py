@@ -7,8 +7,9 @@ new one, never a half-written one.
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
-from typing import Union
+from typing import Iterable, Union
 
 from bpe._scanner import first_invalid_utf8
 from bpe.errors import CorpusDecodeError
@@ -38,6 +39,42 @@ def resolve_inputs(inputs) -> list[str]:
     return paths
 
 
+def check_regular_files(paths: Iterable[str]) -> list[os.stat_result]:
+    """The status of each input, refused unless it is a regular file whose size is
+    what can be read (a FIFO or a /proc file would give nothing, silently)."""
+    statuses = []
+    for path in paths:
+        status = os.stat(path)
+        if not stat.S_ISREG(status.st_mode):
+            raise ValueError(f"{path}: not a regular file (a pipe, device or socket cannot be "
+                             "cut into chunks); copy it to a file first")
+        if status.st_size == 0:
+            with open(path, "rb") as file:
+                if file.read(1):
+                    raise ValueError(f"{path}: reports a size of 0 but has content (a /proc or "
+                                     "other virtual file); copy it to a file first")
+        statuses.append(status)
+    return statuses
+
+
+def same_file(path: str, other: str) -> bool:
+    """Whether two paths name one file (through links too); False if either is missing."""
+    try:
+        return os.path.samefile(path, other)
+    except OSError:
+        return os.path.realpath(path) == os.path.realpath(other)
+
+
+def refuse_overwriting_inputs(outputs: Iterable[str], inputs: Iterable[str]) -> None:
+    """Raise before anything is written if an output would replace an input."""
+    inputs = list(inputs)
+    for output in outputs:
+        for path in inputs:
+            if same_file(output, path):
+                raise ValueError(f"{output}: is the input {path}; writing there would replace "
+                                 "the corpus (choose another output path)")
+
+
 def check_errors(errors: str) -> str:
     """The ``errors`` argument: "strict" (invalid UTF-8 raises) or "replace" (U+FFFD)."""
     if errors not in ERRORS:
@@ -58,9 +95,7 @@ def checked_utf8(raw, path: str, start: int, errors: str):
         reason = "invalid byte"
     except UnicodeDecodeError as e:
         reason = e.reason
-    raise CorpusDecodeError(
-        f"{path}: invalid UTF-8 at byte offset {start + bad} ({reason}); "
-        "pass errors='replace' to read such bytes as U+FFFD")
+    raise CorpusDecodeError(path, start + bad, reason)
 
 
 def atomic_write_text(path: str, text: str) -> None:

@@ -6,6 +6,7 @@ all refer to these definitions. (Special tokens have their own module,
 """
 from __future__ import annotations
 
+import functools
 from typing import Optional
 
 import regex
@@ -32,6 +33,12 @@ O200K_PATTERN = "|".join(
 #: The built-in patterns by name; tiktoken's encoding names are aliases.
 PATTERNS = {"gpt2": GPT2_PATTERN, "cl100k": CL100K_PATTERN, "o200k": O200K_PATTERN}
 _ALIASES = {"r50k_base": "gpt2", "cl100k_base": "cl100k", "o200k_base": "o200k"}
+_LOOKS_LIKE_A_NAME = regex.compile(r"[A-Za-z][A-Za-z0-9_]*")
+#: A custom pattern gets this long per call, plus SECONDS_PER_CHAR of its text,
+#: before it is stopped: a pattern read from a file is code, and one like
+#: ``(a|aa)+$`` backtracks exponentially.
+PATTERN_TIMEOUT_SECONDS = 2.0
+PATTERN_SECONDS_PER_CHAR = 1e-5
 
 
 def canonical_pattern(pattern: Optional[str]) -> Optional[str]:
@@ -49,6 +56,12 @@ def canonical_pattern(pattern: Optional[str]) -> Optional[str]:
     for name, source in PATTERNS.items():
         if pattern == source:
             return name
+    if _LOOKS_LIKE_A_NAME.fullmatch(pattern):
+        # A bare word is almost surely a misspelt name ("gpt5", "GPT2"), and as a
+        # regex it would match nothing in most text. (?:word) says it is meant.
+        raise ValueError(f"pattern {pattern!r} is not a built-in name: use one of "
+                         f"{', '.join([*PATTERNS, *_ALIASES])}, or write a regex "
+                         f"(a literal word as (?:{pattern}))")
     try:
         regex.compile(pattern)
     except regex.error as e:
@@ -64,12 +77,52 @@ def pattern_regex(pattern: Optional[str]) -> Optional[str]:
 
 
 def compile_pattern(pattern: Optional[str]):
+    """The compiled regex of a pattern (cached), or None for no pre-tokenization."""
     source = pattern_regex(pattern)
-    return None if source is None else regex.compile(source)
+    return None if source is None else _compile(source)
+
+
+@functools.lru_cache(maxsize=64)
+def _compile(source: str):
+    return regex.compile(source)
+
+
+def regex_pretokens(compiled, text: str) -> list[str]:
+    r"""The pre-tokens of a custom pattern: its matches, and the text between them.
+
+    Text the pattern does not match is not dropped: each stretch of it is a
+    pre-token of its own (as in Hugging Face's ``Split`` with "isolated"), so
+    ``decode(encode(text)) == text`` for every pattern. Empty matches are
+    skipped. The built-in patterns match all text, so for them this is
+    ``regex.findall``. A pattern that runs too long (``PATTERN_TIMEOUT_SECONDS``)
+    raises ValueError naming it.
+
+    >>> regex_pretokens(regex.compile(r"\w+"), "hello, world!")
+    ['hello', ', ', 'world', '!']
+    """
+    pieces = []
+    end = 0
+    timeout = PATTERN_TIMEOUT_SECONDS + PATTERN_SECONDS_PER_CHAR * len(text)
+    try:
+        for match in compiled.finditer(text, timeout=timeout):
+            start, stop = match.span()
+            if start == stop:
+                continue
+            if start > end:
+                pieces.append(text[end:start])
+            pieces.append(text[start:stop])
+            end = stop
+    except TimeoutError:
+        raise ValueError(f"pattern {compiled.pattern!r} took more than {timeout:.1f} s on "
+                         f"{len(text)} characters (catastrophic backtracking?)") from None
+    if end < len(text):
+        pieces.append(text[end:])
+    return pieces
 
 
 def pretokenize(text: str, pattern: Optional[str] = "gpt2") -> list[str]:
-    """Split ``text`` into pre-tokens: exactly ``regex.findall(pattern, text)``.
+    """Split ``text`` into pre-tokens: for the built-in patterns exactly
+    ``regex.findall(pattern, text)``; for custom ones ``regex_pretokens``.
 
     Built-in patterns use the native scanners (``bpe/_scanner.pyx``), custom ones
     ``regex``. ``pattern=None`` keeps the text whole (one pre-token, none if empty).
@@ -85,7 +138,7 @@ def pretokenize(text: str, pattern: Optional[str] = "gpt2") -> list[str]:
     compiled = compile_pattern(pattern)
     if compiled is None:
         return [text] if text else []
-    return compiled.findall(text)
+    return regex_pretokens(compiled, text)
 
 
 def native_pattern_id(pattern: Optional[str]) -> Optional[int]:

@@ -12,18 +12,20 @@ from __future__ import annotations
 from collections import Counter
 from typing import Iterable, Optional, Sequence
 
-from bpe.patterns import compile_pattern
+from bpe.patterns import compile_pattern, regex_pretokens
 from bpe.specials import split_special
 
 Pair = tuple[bytes, bytes]
 
 
 def pretokenize(text: str, pattern: Optional[str] = "gpt2") -> list[str]:
-    """``regex.findall(pattern, text)`` itself — the definition the native scanners must meet."""
+    """``regex.findall(pattern, text)`` for the built-in patterns — the definition the
+    native scanners must meet — and for custom ones the matches and the text
+    between them (``patterns.regex_pretokens``)."""
     compiled = compile_pattern(pattern)
     if compiled is None:
         return [text] if text else []
-    return compiled.findall(text)
+    return regex_pretokens(compiled, text)
 
 
 def count_pretokens(texts: Iterable[str], special_tokens: Sequence[str] = (),

@@ -1,24 +1,42 @@
-"""The token array format: a flat file of ids beside two sidecars.
+"""The token array format: a flat file of ids beside two sidecars, committed as one unit.
 
 The array holds token ids in native byte order, readable with
 ``np.memmap(path, dtype=..., mode="r")`` (the nanoGPT habit); beside it
 
+* ``PATH.docs.npy``: a uint64 array of the token offsets where documents start;
 * ``PATH.json``: dtype, token count, n_vocab, fingerprints of the tokenizer and
-  of the inputs, and the name of the document index;
-* ``PATH.docs.npy``: a uint64 array of the token offsets where documents start.
+  of the inputs, and the commit record: the array's size and a digest of a
+  sample of it, and the index's digest.
 
-``write_sidecars`` and ``commit`` are the writer's side (``bpe.encode_file``),
-``read_metadata`` and ``open_tokens`` the reader's.
+A run writes all three under temporary names and renames the array, then the
+index, then the sidecar: the sidecar is written last and names what it
+describes, so ``open_tokens`` and ``read_document_index`` can tell an array or
+index from another run (a failure between the renames, two runs at once) and
+refuse it rather than return the wrong ids. ``OutputLock`` keeps two runs from
+writing the same output at once, and lets the next run remove what a killed
+run left behind.
 """
 from __future__ import annotations
 
+import errno
+import fcntl
+import hashlib
 import json
 import os
+import shutil
 
 import numpy as np
 
+from bpe.errors import CorpusEncodeError, TokenArrayError
+
 FORMAT_NAME = "bpe-token-array"
-FORMAT_VERSION = 2   # 2: inputs_fingerprint from sha256 chunk digests (was BLAKE2b)
+FORMAT_VERSION = 3   # 3: the sidecar is a commit record (array size and sample digest, index digest)
+#: The array's digest covers its first and last SAMPLE_BLOCK bytes and SAMPLE_BLOCKS
+#: blocks spread between: a few reads, whatever the size.
+SAMPLE_BLOCK = 1 << 16
+SAMPLE_BLOCKS = 64
+READABLE_VERSIONS = (2, 3)   # 2 has no commit record: its arrays are read unchecked
+TEMPORARY_PREFIX = ".bpe-encode-"
 
 
 def metadata_path(output: str) -> str:
@@ -29,10 +47,35 @@ def index_path(output: str) -> str:
     return output + ".docs.npy"
 
 
+def temporary_prefix(output: str) -> str:
+    """The name prefix of the working directories of runs writing ``output``."""
+    return f"{TEMPORARY_PREFIX}{os.path.basename(output)}-"
+
+
+def sample_digest(path: str) -> str:
+    """sha256 of the size and of sampled blocks of the file at ``path``."""
+    size = os.path.getsize(path)
+    digest = hashlib.sha256(size.to_bytes(8, "little"))
+    with open(path, "rb") as file:
+        if size <= 2 * SAMPLE_BLOCK * (SAMPLE_BLOCKS + 2):
+            digest.update(file.read())
+        else:
+            step = (size - SAMPLE_BLOCK) // (SAMPLE_BLOCKS + 1)
+            for k in range(SAMPLE_BLOCKS + 2):
+                file.seek(min(k * step, size - SAMPLE_BLOCK))
+                digest.update(file.read(SAMPLE_BLOCK))
+    return digest.hexdigest()
+
+
+def file_digest(path: str) -> str:
+    with open(path, "rb") as file:
+        return hashlib.sha256(file.read()).hexdigest()
+
+
 def build_metadata(*, dtype: np.dtype, n_tokens: int, n_documents: int, n_vocab: int,
                    separator, output: str, tokenizer_fingerprint: str, inputs: list[dict],
                    inputs_fingerprint: str) -> dict:
-    """The sidecar's content."""
+    """The sidecar's content, less the commit record ``commit`` adds."""
     return {
         "format": FORMAT_NAME,
         "version": FORMAT_VERSION,
@@ -50,41 +93,153 @@ def build_metadata(*, dtype: np.dtype, n_tokens: int, n_documents: int, n_vocab:
     }
 
 
-def write_sidecars(work: str, metadata: dict, document_starts: np.ndarray) -> tuple[str, str]:
-    """Write the sidecars into the directory ``work``; returns their temporary paths
-    (metadata, index) for ``commit``."""
+def commit(output: str, work: str, tmp_array: str, metadata: dict, document_starts: np.ndarray) -> None:
+    """Write the sidecars into ``work`` and move them and the finished array into
+    place: the array, the index, then the sidecar that names both."""
     tmp_index = os.path.join(work, "docs.npy")
-    np.save(tmp_index, document_starts)
     tmp_metadata = os.path.join(work, "metadata.json")
-    with open(tmp_metadata, "w", encoding="utf-8") as f:
-        json.dump(metadata, f, indent=1)
-    return tmp_metadata, tmp_index
+    try:
+        np.save(tmp_index, document_starts)
+        metadata = dict(metadata, array_bytes=os.path.getsize(tmp_array),
+                        array_sample_sha256=sample_digest(tmp_array), index_sha256=file_digest(tmp_index))
+        with open(tmp_metadata, "w", encoding="utf-8") as f:
+            json.dump(metadata, f, indent=1)
+    except OSError as e:
+        raise CorpusEncodeError(f"{output}: cannot write the sidecars beside it: {e.strerror or e}") from e
+    for source, destination in ((tmp_array, output), (tmp_index, index_path(output)),
+                                (tmp_metadata, metadata_path(output))):
+        try:
+            os.replace(source, destination)
+        except OSError as e:
+            raise CorpusEncodeError(f"{destination}: cannot be written: {e.strerror or e}") from e
 
 
-def commit(output: str, tmp_array: str, tmp_metadata: str, tmp_index: str) -> None:
-    """Move a finished array and its sidecars into place. The array is renamed
-    last: its presence means the run completed."""
-    os.replace(tmp_index, index_path(output))
-    os.replace(tmp_metadata, metadata_path(output))
-    os.replace(tmp_array, output)
+class OutputLock:
+    """An exclusive lock on one output path, held while a run writes it.
+
+    The lock file ``.NAME.lock`` sits beside the output and is removed when the
+    run ends. A second run on the same output fails at once, naming it. Holding
+    the lock also proves that no other run is writing that output, so working
+    directories left for it by a run that was killed are removed.
+    """
+
+    def __init__(self, output: str):
+        self.output = output
+        directory, name = os.path.split(os.path.abspath(output))
+        self.path = os.path.join(directory, f".{name}.lock")
+        self.fd = -1
+
+    def __enter__(self) -> "OutputLock":
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as e:
+                os.close(fd)
+                if e.errno in (errno.EAGAIN, errno.EACCES):
+                    raise CorpusEncodeError(f"{self.output}: another run is writing it now "
+                                            f"(it holds {self.path})") from None
+                raise
+            # The holder before us may have removed the file after we opened it:
+            # then our lock is on a file nobody else will find. Take it again.
+            try:
+                if os.stat(self.path).st_ino == os.fstat(fd).st_ino:
+                    self.fd = fd
+                    break
+            except FileNotFoundError:
+                pass
+            os.close(fd)
+        self._remove_stale_work()
+        return self
+
+    def _remove_stale_work(self) -> None:
+        directory = os.path.dirname(os.path.abspath(self.output))
+        prefix = temporary_prefix(self.output)
+        for name in os.listdir(directory):
+            if name.startswith(prefix):
+                shutil.rmtree(os.path.join(directory, name), ignore_errors=True)
+
+    def __exit__(self, *exc_info) -> None:
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+        os.close(self.fd)
 
 
 def read_metadata(output) -> dict:
-    """The sidecar of a token array written by ``encode_file``."""
+    """The sidecar of a token array written by ``encode_file``, checked for the
+    fields readers rely on; errors name the sidecar."""
     path = metadata_path(os.fspath(output))
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path}: no such file (is {output} a bpe token array?)")
-    with open(path, encoding="utf-8") as f:
-        metadata = json.load(f)
-    if metadata.get("format") != FORMAT_NAME:
-        raise ValueError(f"{path}: not a {FORMAT_NAME} sidecar")
+    try:
+        with open(path, encoding="utf-8") as f:
+            metadata = json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
+        raise TokenArrayError(f"{path}: not a JSON sidecar: {e}") from None
+    if not isinstance(metadata, dict) or metadata.get("format") != FORMAT_NAME:
+        raise TokenArrayError(f"{path}: not a {FORMAT_NAME} sidecar")
+    if metadata.get("version") not in READABLE_VERSIONS:
+        raise TokenArrayError(f"{path}: version {metadata.get('version')!r}; this bpe reads versions "
+                              f"{', '.join(map(str, READABLE_VERSIONS))} (encode the corpus again)")
+    itemsize = _itemsize(metadata, path)
+    fields = [("n_tokens", int), ("n_documents", int), ("n_vocab", int)]
+    if metadata["version"] >= 3:
+        fields += [("array_bytes", int), ("array_sample_sha256", str), ("index_sha256", str)]
+    for field, kind in fields:
+        value = metadata.get(field)
+        if not isinstance(value, kind) or isinstance(value, bool) or (kind is int and value < 0):
+            raise TokenArrayError(f"{path}: field {field!r} is {value!r}, not a "
+                                  f"{'non-negative int' if kind is int else 'string'}")
+    if metadata["version"] == 2:      # written before the commit record: nothing to check it by
+        metadata["array_bytes"] = metadata["n_tokens"] * itemsize
+    if metadata["n_tokens"] * itemsize != metadata["array_bytes"]:
+        raise TokenArrayError(f"{path}: {metadata['n_tokens']} ids of {metadata['dtype']} do not make "
+                              f"{metadata['array_bytes']} bytes")
     return metadata
 
 
+def _itemsize(metadata: dict, path: str) -> int:
+    try:
+        dtype = np.dtype(metadata.get("dtype")) if isinstance(metadata.get("dtype"), str) else None
+    except (TypeError, ValueError):
+        dtype = None
+    if dtype is None or dtype.kind != "u":
+        raise TokenArrayError(f"{path}: field 'dtype' is {metadata.get('dtype')!r}, not an unsigned "
+                              "integer dtype")
+    return dtype.itemsize
+
+
+def _check_array(output: str, metadata: dict) -> None:
+    if not os.path.exists(output):
+        raise FileNotFoundError(f"{output}: no such file (its sidecar {metadata_path(output)} exists)")
+    size = os.path.getsize(output)
+    if size != metadata["array_bytes"] or (
+            metadata["version"] >= 3 and sample_digest(output) != metadata["array_sample_sha256"]):
+        raise TokenArrayError(f"{output}: the array is not the one its sidecar {metadata_path(output)} "
+                              "describes (a run interrupted while committing, or two runs at once); "
+                              "encode the corpus again")
+
+
 def open_tokens(output) -> np.memmap:
-    """The token array written by ``encode_file``, memory-mapped read-only."""
+    """The token array written by ``encode_file``, memory-mapped read-only, after
+    checking that its sidecar describes it."""
+    output = os.fspath(output)
     metadata = read_metadata(output)
+    _check_array(output, metadata)
     if metadata["n_tokens"] == 0:
         return np.empty(0, dtype=np.dtype(metadata["dtype"]))   # an empty file cannot be mapped
-    return np.memmap(os.fspath(output), dtype=np.dtype(metadata["dtype"]), mode="r",
-                     shape=(metadata["n_tokens"],))
+    return np.memmap(output, dtype=np.dtype(metadata["dtype"]), mode="r", shape=(metadata["n_tokens"],))
+
+
+def read_document_index(output) -> np.ndarray:
+    """Where documents start in the token array, checked against its sidecar."""
+    output = os.fspath(output)
+    metadata = read_metadata(output)
+    path = index_path(output)
+    if not os.path.exists(path) or (metadata["version"] >= 3
+                                    and file_digest(path) != metadata["index_sha256"]):
+        raise TokenArrayError(f"{path}: missing, or not the index its sidecar {metadata_path(output)} "
+                              "describes; encode the corpus again")
+    return np.load(path)

@@ -63,4 +63,7 @@ def test_pretokenize_is_regex_findall():
     for name, source in bpe.PATTERNS.items():
         assert bpe.pretokenize(text, name) == regex.findall(source, text)
     assert bpe.pretokenize(text, None) == [text]
-    assert bpe.pretokenize("ab cd", r"\w") == ["a", "b", "c", "d"]
+    # A custom pattern's unmatched text is kept, as pre-tokens of its own (and
+    # capture groups do not change what a match is).
+    assert bpe.pretokenize("ab cd", r"\w") == ["a", "b", " ", "c", "d"]
+    assert bpe.pretokenize("hello, world!  42", r"(\w)+") == ["hello", ", ", "world", "!  ", "42"]
