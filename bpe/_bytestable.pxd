@@ -31,12 +31,22 @@ cdef extern from *:
     int64_t MAX_ENTRIES "BYTESTABLE_MAX_ENTRIES"   # entry indices fit a slot's low 32 bits
 
 
+cdef extern from *:
+    """
+    #define BYTESTABLE_FNV_OFFSET 14695981039346656037ULL
+    #define BYTESTABLE_FNV_PRIME 1099511628211ULL
+    """
+    uint64_t FNV_OFFSET "BYTESTABLE_FNV_OFFSET"
+    uint64_t FNV_PRIME "BYTESTABLE_FNV_PRIME"
+
+
 cdef inline uint64_t hash_bytes(const uint8_t* s, Py_ssize_t n) noexcept nogil:
-    """FNV-1a, 64-bit: the keys are short (a few bytes), so a byte loop is fast enough."""
-    cdef uint64_t h = 14695981039346656037ULL
+    """FNV-1a, 64-bit: the keys are short (a few bytes), so a byte loop is fast enough.
+    It extends byte by byte, so a caller can hash every prefix of a key in one pass."""
+    cdef uint64_t h = FNV_OFFSET
     cdef Py_ssize_t i
     for i in range(n):
-        h = (h ^ s[i]) * 1099511628211ULL
+        h = (h ^ s[i]) * FNV_PRIME
     return h
 
 

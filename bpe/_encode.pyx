@@ -19,13 +19,14 @@ takes O(n log n), never O(n^2). Scratch state lives in a ``Session`` that
 serves one call at a time, so one EncodeKernel is safely shared by threads
 that encode at the same time.
 """
-from libc.stdint cimport int32_t, int64_t, uint8_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from libc.string cimport memcpy
 
 import numpy as np
 
-from bpe._bytestable cimport (BytesTable, bytestable_add, bytestable_clear, bytestable_find,
-                              bytestable_free, bytestable_init)
+from bpe._bytestable cimport (FNV_OFFSET, FNV_PRIME, BytesTable, bytestable_add, bytestable_clear,
+                              bytestable_find, bytestable_free, bytestable_init, bytestable_slot,
+                              slot_entry)
 from bpe._checks cimport check_ids, check_offsets
 from bpe._memory cimport grow, mem_alloc, mem_free, reserve_fresh
 from bpe._pairmap cimport PairMap, pairmap_free, pairmap_get, pairmap_init, pairmap_set
@@ -224,6 +225,7 @@ cdef class EncodeKernel:
         cdef Py_ssize_t n_tokens = token_ids.shape[0]
         cdef Py_ssize_t t, k, split
         cdef int64_t entry, left, right, start, length
+        cdef uint64_t prefix_hash
         cdef const uint8_t* data = &token_data[0] if token_data.shape[0] > 0 else NULL
         # The tables are built first: __dealloc__ frees whatever was allocated.
         if bytestable_init(&self.tokens) < 0 or pairmap_init(&self.pairs, 4 * ranked_ids.shape[0]) < 0:
@@ -256,10 +258,19 @@ cdef class EncodeKernel:
                 raise ValueError(f"ranked id {ranked_ids[k]} (rank {k}) is not among the token ids")
             start = token_offsets[t]
             length = token_offsets[t + 1] - start
+            # Prefixes are hashed incrementally (FNV-1a extends byte by byte), so
+            # finding which prefixes are tokens costs O(length), not O(length^2):
+            # a legitimate token can be megabytes long. Only a prefix that is a
+            # token has its suffix looked up.
+            prefix_hash = FNV_OFFSET
             for split in range(1, length):
-                left = bytestable_find(&self.tokens, data + start, split)
+                prefix_hash = (prefix_hash ^ data[start + split - 1]) * FNV_PRIME
+                left = slot_entry(self.tokens.slots[bytestable_slot(&self.tokens, data + start, split,
+                                                                    prefix_hash)])
+                if left < 0:
+                    continue
                 right = bytestable_find(&self.tokens, data + start + split, length - split)
-                if left < 0 or right < 0:
+                if right < 0:
                     continue
                 left = self.tokens.values[left]
                 right = self.tokens.values[right]

@@ -28,6 +28,8 @@ import json
 import os
 from typing import Iterator, NamedTuple, Optional
 
+import regex
+
 from bpe.errors import TokenizerFileError
 from bpe.files import atomic_write_text
 from bpe.patterns import pattern_regex
@@ -37,6 +39,9 @@ FORMAT_VERSION = 1
 FILE_NAME = "tokenizer.bpe"
 
 Pair = tuple[bytes, bytes]
+#: An id or rank as a file writes it: ASCII digits only (``str.isdigit`` and
+#: ``int`` also take "²" and Arabic-Indic digits).
+_ASCII_NUMBER = regex.compile(r"[0-9]+")
 
 
 class TokenizerData(NamedTuple):
@@ -96,7 +101,7 @@ class _Lines:
 
     def section(self, name: str) -> Iterator[list[str]]:
         header = self.next(f"'{name} N'").split(" ")
-        if len(header) != 2 or header[0] != name or not header[1].isdigit():
+        if len(header) != 2 or header[0] != name or not _ASCII_NUMBER.fullmatch(header[1]):
             raise self.error(f"expected '{name} N', found {' '.join(header)[:60]!r}")
         for _ in range(int(header[1])):
             yield self.next(f"a {name} record").split(" ")
@@ -142,13 +147,23 @@ def read_own(path) -> TokenizerData:
     try:
         header = json.loads(lines.next("the JSON header"))
         pattern, special_tokens = header["pattern"], header["special_tokens"]
-    except (json.JSONDecodeError, KeyError, TypeError) as e:
-        raise lines.error(f"bad header: {e}") from None
+    except (json.JSONDecodeError, KeyError, TypeError, RecursionError) as e:
+        raise lines.error(f"bad header: {type(e).__name__}: {e}"[:200]) from None
+    if pattern is not None and not isinstance(pattern, str):
+        raise lines.error(f"bad header: 'pattern' is {pattern!r}, not a string or null")
+    if not isinstance(special_tokens, dict) or not all(
+            isinstance(name, str) and isinstance(token_id, int) and not isinstance(token_id, bool)
+            for name, token_id in special_tokens.items()):
+        raise lines.error(f"bad header: 'special_tokens' is {special_tokens!r:.80}, not an object "
+                          "of token -> integer id")
     vocab = {}
     for record in lines.section("vocab"):
-        if len(record) != 2 or not record[0].isdigit():
+        if len(record) != 2 or not _ASCII_NUMBER.fullmatch(record[0]):
             raise lines.error("expected '<id> <base64>'")
-        vocab[int(record[0])] = lines.b64(record[1])
+        token_id = int(record[0])
+        if token_id in vocab:
+            raise lines.error(f"id {token_id} is given twice")
+        vocab[token_id] = lines.b64(record[1])
     merges = []
     for record in lines.section("merges"):
         if len(record) != 2:
@@ -186,45 +201,69 @@ def _to_gpt2_text(token: bytes, encoder: dict[int, str]) -> str:
     return "".join(encoder[b] for b in token)
 
 
-def _from_gpt2_text(text: str, decoder: dict[str, int], where: str) -> bytes:
-    try:
-        return bytes(decoder[c] for c in text)
-    except KeyError as e:
-        raise TokenizerFileError(f"{where}: {e.args[0]!r} is not one of GPT-2's byte characters") from None
+@functools.lru_cache(maxsize=None)
+def _gpt2_translation() -> tuple[dict[int, int], "regex.Pattern"]:
+    """``str.translate`` table from GPT-2's characters to the Latin-1 character of
+    each byte, and a regex of text made only of GPT-2's characters: a token is
+    converted in two C passes, not a Python loop per character."""
+    decoder = gpt2_byte_decoder()
+    table = {ord(c): b for c, b in decoder.items()}
+    return table, regex.compile("[" + "".join(regex.escape(c) for c in decoder) + "]*")
+
+
+def _from_gpt2_text(text: str, where) -> bytes:
+    """The bytes of a token written in GPT-2's characters; ``where()`` names it on error."""
+    table, valid = _gpt2_translation()
+    if valid.fullmatch(text) is None:
+        bad = next(c for c in text if ord(c) not in table)
+        raise TokenizerFileError(f"{where()}: {bad!r} is not one of GPT-2's byte characters")
+    return text.translate(table).encode("latin-1")
 
 
 def read_gpt2_files(vocab_json: str, merges_txt: str) -> tuple[dict[int, bytes], list[Pair]]:
     """``(vocab, merges)`` from GPT-2's ``encoder.json``/``vocab.json`` and
     ``vocab.bpe``/``merges.txt`` (with or without the ``#version`` line; ``.gz`` too)."""
-    decoder = gpt2_byte_decoder()
     vocab_json, merges_txt = os.fspath(vocab_json), os.fspath(merges_txt)
     for path in (vocab_json, merges_txt):
         if not os.path.exists(path):
             raise FileNotFoundError(f"{path}: no such file")
     try:
         encoded = json.loads(_read_bytes(vocab_json).decode("utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise TokenizerFileError(f"{vocab_json}: not a JSON vocabulary: {e}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
+        raise TokenizerFileError(f"{vocab_json}: not a JSON vocabulary: {type(e).__name__}: {e}"[:300]) from None
     if not isinstance(encoded, dict):
         raise TokenizerFileError(f"{vocab_json}: expected a JSON object of token -> id")
+    table, valid = _gpt2_translation()
     vocab = {}
     for text, token_id in encoded.items():
-        if not isinstance(token_id, int) or token_id < 0:
+        if not isinstance(token_id, int) or isinstance(token_id, bool) or token_id < 0:
             raise TokenizerFileError(f"{vocab_json}: token {text!r} has id {token_id!r}, not an int >= 0")
-        vocab[token_id] = _from_gpt2_text(text, decoder, f"{vocab_json}: token {text!r}")
+        if token_id in vocab:
+            raise TokenizerFileError(f"{vocab_json}: id {token_id} is given to two tokens")
+        vocab[token_id] = text
+    if valid.fullmatch("".join(vocab.values())) is None:
+        bad = next(text for text in vocab.values() if valid.fullmatch(text) is None)
+        _from_gpt2_text(bad, lambda: f"{vocab_json}: token {bad!r}")      # raises, naming it
+    vocab = {token_id: text.translate(table).encode("latin-1") for token_id, text in vocab.items()}
+    lines = _Lines(merges_txt).lines
+    first = 1 if lines and lines[0].startswith("#version") else 0
+    # One check of the whole file, then a C call per token; a bad line is found
+    # (and named) only when there is one.
+    body = lines[first:]
+    if valid.fullmatch("".join(body).replace(" ", "")) is None or \
+            any(line.count(" ") != 1 for line in body if line):
+        for number, line in enumerate(body, start=first + 1):
+            parts = line.split(" ")
+            if line and len(parts) != 2:
+                raise TokenizerFileError(f"{merges_txt}, line {number}: expected two tokens separated "
+                                         f"by a space, found {line[:60]!r}")
+            for part in parts:
+                _from_gpt2_text(part, lambda: f"{merges_txt}, line {number}")
     merges = []
-    lines = _Lines(merges_txt)
-    while lines.position < len(lines.lines):
-        line = lines.next("a merge")
-        if lines.position == 1 and line.startswith("#version"):
-            continue
-        if not line:
-            continue
-        parts = line.split(" ")
-        if len(parts) != 2:
-            raise lines.error(f"expected two tokens separated by a space, found {line[:60]!r}")
-        where = f"{merges_txt}, line {lines.position}"
-        merges.append((_from_gpt2_text(parts[0], decoder, where), _from_gpt2_text(parts[1], decoder, where)))
+    for line in body:
+        if line:
+            left, right = line.split(" ")
+            merges.append((left.translate(table).encode("latin-1"), right.translate(table).encode("latin-1")))
     return vocab, merges
 
 
@@ -246,18 +285,48 @@ def write_gpt2_files(directory: str, data: TokenizerData) -> tuple[str, str]:
 
 # --------------------------------------------------------------------------- tiktoken files
 
+def _strict_b64decode():
+    """base64 decoding that refuses stray characters, in one C call where Python has it."""
+    try:
+        binascii.a2b_base64(b"AA==", strict_mode=True)
+        return lambda data: binascii.a2b_base64(data, strict_mode=True)
+    except TypeError:        # Python < 3.11
+        return lambda data: base64.b64decode(data, validate=True)
+
+
+_b64decode = _strict_b64decode()
+
+
 def read_tiktoken_ranks(path) -> dict[int, bytes]:
-    """A tiktoken rank file (plain or .gz): ``base64 rank`` per line -> {rank: bytes}."""
+    """A tiktoken rank file (plain or .gz): ``base64 rank`` per line -> {rank: bytes}.
+
+    Ranks are ASCII digits (``bytes.isdigit`` knows no others), each given once,
+    to one token given once; errors name the line."""
     path = os.fspath(path)
-    vocab = {}
+    items = []
+    numbers = []
     for number, line in enumerate(_read_bytes(path).split(b"\n"), start=1):
-        if not line.strip():
+        fields = line.split()
+        if not fields:
             continue
+        if len(fields) != 2 or not fields[1].isdigit():
+            raise TokenizerFileError(f"{path}, line {number}: expected '<base64> <rank>' with a rank "
+                                     f"of ASCII digits, found {line[:60]!r}")
         try:
-            token, rank = line.split()
-            vocab[int(rank)] = base64.b64decode(token, validate=True)
+            items.append((int(fields[1]), _b64decode(fields[0])))
         except (ValueError, binascii.Error) as e:
-            raise TokenizerFileError(f"{path}, line {number}: expected '<base64> <rank>': {e}") from None
+            raise TokenizerFileError(f"{path}, line {number}: {fields[0][:40]!r} is not base64: {e}") from None
+        numbers.append(number)
+    vocab = dict(items)
+    if len(vocab) != len(items) or len(set(vocab.values())) != len(items):
+        ranks, tokens = set(), set()
+        for (rank, token), number in zip(items, numbers):
+            if rank in ranks:
+                raise TokenizerFileError(f"{path}, line {number}: rank {rank} is given twice")
+            if token in tokens:
+                raise TokenizerFileError(f"{path}, line {number}: token {token!r} is given twice")
+            ranks.add(rank)
+            tokens.add(token)
     return vocab
 
 

@@ -30,6 +30,11 @@ def check_special_tokens(special_tokens: Sequence[str]) -> list[str]:
             raise TypeError(f"special token {token!r} is not a str")
         if not token:
             raise ValueError("special tokens must not be empty strings")
+        try:
+            token.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(f"special token {token!r} is not valid Unicode (it holds a lone "
+                             "surrogate), so it has no UTF-8 bytes") from None
         if token in seen:
             raise ValueError(f"special token {token!r} is given twice")
         seen.add(token)

@@ -23,6 +23,10 @@ from bpe.pretrained import PRETRAINED, pretrained_data
 from bpe.specials import check_special_tokens, refuse_disallowed, special_policy, special_spans
 
 Pair = tuple[bytes, bytes]
+#: Ids must be dense: at most this many ids below the largest may be unused (the
+#: pretrained vocabularies leave up to 18 between their special tokens), so no
+#: id read from a file can make memory grow beyond the vocabulary's own size.
+MAX_UNUSED_IDS = 1024
 #: encode_batch hands the kernel about this many characters (not bytes) per call.
 BATCH_CHARS = 1 << 18
 
@@ -62,11 +66,18 @@ class Tokenizer:
                  special_tokens: Union[Mapping[str, int], Sequence[str], None] = None,
                  *, pattern: Optional[str] = "gpt2"):
         self.vocab = {int(i): bytes(b) for i, b in vocab.items()}
-        for token_id, token in self.vocab.items():
-            if token_id < 0:
-                raise ValueError(f"vocab id {token_id} is negative")
-            if not token:
-                raise ValueError(f"vocab id {token_id} is an empty token")
+        if len(self.vocab) != len(vocab) or not all(type(i) is int for i in vocab) or \
+                not all(type(b) is bytes for b in vocab.values()):
+            self._check_vocab_types(vocab)
+        if self.vocab and (min(self.vocab) < 0 or not all(self.vocab.values())):
+            for token_id, token in self.vocab.items():
+                if token_id < 0:
+                    raise ValueError(f"vocab id {token_id} is negative")
+                if not token:
+                    raise ValueError(f"vocab id {token_id} is an empty token")
+        if self.vocab and max(self.vocab) >= len(self.vocab) + MAX_UNUSED_IDS:
+            raise ValueError(f"token ids are not dense: the largest is {max(self.vocab)} for "
+                             f"{len(self.vocab)} tokens (at most {MAX_UNUSED_IDS} ids may be unused)")
         self.pattern = canonical_pattern(pattern)
         self.special_tokens = self._check_special_tokens(special_tokens)
         special_ids = set(self.special_tokens.values())
@@ -89,6 +100,17 @@ class Tokenizer:
             self.merges, encoder = self._merges_from_ranks()
             self._set_encoder(encoder)
 
+    @staticmethod
+    def _check_vocab_types(vocab: Mapping) -> None:
+        """Ids are ints (not bools or strings that int() would read), tokens bytes-like."""
+        for token_id, token in vocab.items():
+            if isinstance(token_id, bool) or not isinstance(token_id, (int, np.integer)):
+                raise ValueError(f"vocab id {token_id!r} is not an int")
+            if not isinstance(token, (bytes, bytearray, memoryview)):
+                raise ValueError(f"vocab id {token_id}: {token!r} is not bytes")
+        if len({int(token_id) for token_id in vocab}) != len(vocab):
+            raise ValueError("the vocab gives one id twice (as equal numbers of different types)")
+
     def _check_special_tokens(self, special_tokens) -> dict[str, int]:
         if special_tokens is None:
             return {}
@@ -102,6 +124,8 @@ class Tokenizer:
         check_special_tokens(list(special_tokens))
         checked = {}
         for name, token_id in special_tokens.items():
+            if isinstance(token_id, bool) or not isinstance(token_id, (int, np.integer)):
+                raise ValueError(f"special token {name!r} has id {token_id!r}, not an int")
             if self.vocab.get(token_id) != name.encode("utf-8"):
                 raise ValueError(f"special token {name!r} has id {token_id}, but vocab[{token_id}] "
                                  f"is {self.vocab.get(token_id)!r}")
@@ -357,11 +381,32 @@ class Tokenizer:
     @classmethod
     def from_data(cls, data: TokenizerData, source: str) -> "Tokenizer":
         """A tokenizer from what a file held; inconsistencies raise TokenizerFileError
-        naming ``source``."""
+        naming ``source``. Files that list merges must list one per merged token,
+        in id order, as bpe and GPT-2 write them: a merges file cut short or with
+        two lines swapped would otherwise load and give other ids."""
         try:
-            return cls(data.vocab, data.merges, data.special_tokens, pattern=data.pattern)
+            tokenizer = cls(data.vocab, data.merges, data.special_tokens, pattern=data.pattern)
+            if data.merges is not None:
+                tokenizer._check_merge_order()
+            return tokenizer
         except (ValueError, TypeError) as e:
             raise TokenizerFileError(f"{source}: {e}") from None
+
+    def _check_merge_order(self) -> None:
+        """Merge k makes the k-th merged token in id order, and every merged token is made."""
+        special_ids = set(self.special_tokens.values())
+        merged_ids = [token_id for token_id, token in sorted(self.vocab.items())
+                      if len(token) > 1 and token_id not in special_ids]
+        made = [self._ids_by_bytes[left + right] for left, right in self.merges]
+        for index, (made_id, expected_id) in enumerate(zip(made, merged_ids)):
+            if made_id != expected_id:
+                left, right = self.merges[index]
+                raise ValueError(f"merge {index} {(left, right)!r} makes token {made_id}, but the "
+                                 f"vocab's merged token number {index} is {expected_id} "
+                                 f"{self.vocab[expected_id]!r} (merges out of order, or not this vocab's)")
+        if len(made) != len(merged_ids):
+            raise ValueError(f"the vocab has {len(merged_ids)} merged tokens but there are "
+                             f"{len(made)} merges (a merges file cut short, or not this vocab's)")
 
     def _data(self) -> TokenizerData:
         return TokenizerData(self.vocab, self.merges, self.special_tokens, self.pattern)
@@ -437,4 +482,7 @@ def load(name_or_path) -> Tokenizer:
     if isinstance(name_or_path, str) and name_or_path in PRETRAINED:
         return _load_pretrained(name_or_path)
     path = own_path(name_or_path)
+    if not os.path.exists(path) and isinstance(name_or_path, str) and os.sep not in name_or_path:
+        raise FileNotFoundError(f"no tokenizer {name_or_path!r}: not a built-in name "
+                                f"({', '.join(PRETRAINED)}) nor a tokenizer file or directory")
     return Tokenizer.from_data(read_own(path), path)

@@ -11,6 +11,8 @@ from bpe.specials import check_special_tokens
 from bpe.tokenizer import Tokenizer
 
 N_BYTE_TOKENS = 256
+#: Token ids are int32 inside the kernels.
+MAX_VOCAB_SIZE = 2**31 - 1
 MERGES_PER_PROGRESS_STEP = 500
 
 
@@ -18,6 +20,9 @@ def _merges_wanted(vocab_size: int, special_tokens: Sequence[str]) -> int:
     if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
         raise TypeError(f"vocab_size must be an int, got {vocab_size!r}")
     smallest = N_BYTE_TOKENS + len(special_tokens)
+    if vocab_size > MAX_VOCAB_SIZE:
+        raise ValueError(f"vocab_size={vocab_size} is more than token ids can hold "
+                         f"(at most {MAX_VOCAB_SIZE})")
     if vocab_size < smallest:
         raise ValueError(f"vocab_size={vocab_size} is too small: {N_BYTE_TOKENS} byte tokens + "
                          f"{len(special_tokens)} special tokens need at least {smallest}")
@@ -43,12 +48,14 @@ def train_from_counts(counts: PretokenCounts, vocab_size: int, special_tokens: S
     min_frequency = _check_min_frequency(min_frequency)
     if len(counts) >= 2**31 - 1:
         raise ValueError(f"{len(counts)} distinct pre-tokens: more than the kernel's int32 word ids")
-    state = MergeState(counts.data, counts.offsets, counts.counts, n_wanted)
+    # Each merge shortens some pre-token by at least one token, so there can be no
+    # more merges than bytes: room for more would only be memory never used.
+    state = MergeState(counts.data, counts.offsets, counts.counts, min(n_wanted, len(counts.data)))
     bar = progress_bar(progress, n_wanted, "merging", unit="merge")
     with bar:
         step = MERGES_PER_PROGRESS_STEP if progress else max(n_wanted, 1)
         while not state.exhausted and state.n_merges < n_wanted:
-            bar.update(state.run(step, min_frequency))
+            bar.update(state.run(min(step, n_wanted - state.n_merges), min_frequency))
 
     token_bytes = [bytes([byte]) for byte in range(N_BYTE_TOKENS)]
     merges = []

@@ -1,0 +1,153 @@
+"""Tokenizer files are untrusted input: every reader names the file and the line or
+field at fault with TokenizerFileError, and nothing allocates by a number read
+from a file before checking it against the file's own size."""
+import gzip
+import json
+import os
+import time
+
+import pytest
+
+import bpe
+
+from conftest import random_corpus
+
+EOT = "<|endoftext|>"
+
+
+@pytest.fixture(scope="module")
+def trained():
+    return bpe.train_from_iterator([random_corpus(11, special=EOT)], 256 + 1 + 60, [EOT], num_workers=1)
+
+
+def own_lines(trained, tmp_path):
+    path = trained.save(tmp_path / "tok.bpe")
+    return open(path, encoding="utf-8").read().splitlines(keepends=True)
+
+
+def write_lines(tmp_path, name, lines):
+    path = tmp_path / name
+    path.write_text("".join(lines), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("header, message", [
+    ('{"pattern": "gpt2", "special_tokens": {"<|endoftext|>": [256]}}', "'special_tokens' is"),
+    ('{"pattern": "gpt2", "special_tokens": "<|endoftext|>"}', "'special_tokens' is"),
+    ('{"pattern": 7, "special_tokens": {}}', "'pattern' is 7, not a string or null"),
+    ('{"pattern": "gpt2", "special_tokens": {"<|endoftext|>": true}}', "'special_tokens' is"),
+    ("[" * 100000 + "]" * 100000, "bad header: RecursionError"),
+    ('{"pattern": "gpt2"}', "bad header: KeyError"),
+])
+def test_wrong_header_types_name_the_line(trained, tmp_path, header, message):
+    lines = own_lines(trained, tmp_path)
+    lines[1] = header + "\n"
+    path = write_lines(tmp_path, "bad.bpe", lines)
+    with pytest.raises(bpe.TokenizerFileError, match=rf"bad.bpe, line 2: .*{message}"):
+        bpe.load(path)
+
+
+@pytest.mark.parametrize("bad_id", ["²", "٣", "-3", "0x10", ""])
+def test_ids_are_ascii_digits(trained, tmp_path, bad_id):
+    lines = own_lines(trained, tmp_path)
+    lines[3] = f"{bad_id} {lines[3].split(' ')[1]}"
+    with pytest.raises(bpe.TokenizerFileError, match=r"bad.bpe, line 4: expected '<id> <base64>'"):
+        bpe.load(write_lines(tmp_path, "bad.bpe", lines))
+
+
+def test_a_duplicate_id_is_refused(trained, tmp_path):
+    lines = own_lines(trained, tmp_path)
+    lines[4] = "0 " + lines[4].split(" ")[1]
+    with pytest.raises(bpe.TokenizerFileError, match=r"bad.bpe, line 5: id 0 is given twice"):
+        bpe.load(write_lines(tmp_path, "bad.bpe", lines))
+
+
+def test_swapped_or_missing_merges_are_refused(trained, tmp_path):
+    lines = own_lines(trained, tmp_path)
+    start = next(i for i, line in enumerate(lines) if line.startswith("merges "))
+    swapped = lines[:]
+    swapped[start + 10], swapped[start + 11] = swapped[start + 11], swapped[start + 10]
+    with pytest.raises(bpe.TokenizerFileError, match=r"swapped.bpe: merge 9 .* makes token 267, but "
+                                                     r"the vocab's merged token number 9 is 266"):
+        bpe.load(write_lines(tmp_path, "swapped.bpe", swapped))
+    vocab_dir = tmp_path / "gpt2"
+    vocab_json, merges_txt = trained.to_files(vocab_dir)
+    merges = open(merges_txt, encoding="utf-8").read().splitlines(keepends=True)
+    open(merges_txt, "w", encoding="utf-8").write("".join(merges[:30]))          # cut short
+    with pytest.raises(bpe.TokenizerFileError, match=r"merges.txt: the vocab has 60 merged tokens but "
+                                                     r"there are 29 merges"):
+        bpe.Tokenizer.from_files(vocab_json, merges_txt)
+
+
+def test_gpt2_vocab_ids_must_be_ints_once_each(tmp_path):
+    vocab = {chr(c): i for i, c in enumerate(range(ord("!"), ord("!") + 10))}
+    for bad, message in [(dict(vocab, x=True), "has id True, not an int >= 0"),
+                         (dict(vocab, x=1.5), "has id 1.5"),
+                         (dict(vocab, x=3), "id 3 is given to two tokens")]:
+        (tmp_path / "vocab.json").write_text(json.dumps(bad), encoding="utf-8")
+        (tmp_path / "merges.txt").write_text("#version: 0.2\n", encoding="utf-8")
+        with pytest.raises(bpe.TokenizerFileError, match=rf"vocab.json: .*{message}"):
+            bpe.Tokenizer.from_files(tmp_path / "vocab.json", tmp_path / "merges.txt")
+    (tmp_path / "deep.json").write_text("[" * 100000 + "]" * 100000, encoding="utf-8")
+    with pytest.raises(bpe.TokenizerFileError, match=r"deep.json: not a JSON vocabulary: RecursionError"):
+        bpe.Tokenizer.from_files(tmp_path / "deep.json", tmp_path / "merges.txt")
+
+
+def tiktoken_lines(n=256):
+    import base64
+
+    return [f"{base64.b64encode(bytes([b])).decode()} {b}\n" for b in range(n)]
+
+
+@pytest.mark.parametrize("line, message", [
+    ("YWI= ²\n", "with a rank of ASCII digits"),
+    ("YWI= ٣\n", "with a rank of ASCII digits"),
+    ("YWI= -1\n", "with a rank of ASCII digits"),
+    ("YWI= 5\n", "rank 5 is given twice"),
+    ("AA== 300\n", r"token b'\\x00' is given twice"),
+    ("!!! 300\n", "is not base64"),
+])
+def test_tiktoken_ranks_are_checked_by_line(tmp_path, line, message):
+    path = tmp_path / "bad.tiktoken"
+    path.write_text("".join(tiktoken_lines()) + line, encoding="utf-8")
+    with pytest.raises(bpe.TokenizerFileError, match=rf"bad.tiktoken, line 257: .*{message}"):
+        bpe.Tokenizer.from_tiktoken(path, pattern="gpt2")
+
+
+def test_a_huge_rank_is_refused_before_memory_is_sized_by_it(tmp_path):
+    path = tmp_path / "sparse.tiktoken"
+    path.write_text("".join(tiktoken_lines()) + "YWI= 100000000\n", encoding="utf-8")
+    started = time.perf_counter()
+    with pytest.raises(bpe.TokenizerFileError, match=r"sparse.tiktoken: token ids are not dense: the "
+                                                     r"largest is 100000000 for 257 tokens"):
+        bpe.Tokenizer.from_tiktoken(path, pattern="gpt2")
+    assert time.perf_counter() - started < 5
+    with pytest.raises(ValueError, match="not dense"):
+        bpe.Tokenizer({**{b: bytes([b]) for b in range(256)}, 2**31 - 1: b"ab"}, None)
+
+
+def test_a_truncated_gzip_names_the_file(tmp_path):
+    path = tmp_path / "cut.tiktoken.gz"
+    path.write_bytes(gzip.compress("".join(tiktoken_lines()).encode())[:100])
+    with pytest.raises(bpe.TokenizerFileError, match=r"cut.tiktoken.gz: cannot be read as gzip"):
+        bpe.Tokenizer.from_tiktoken(path, pattern="gpt2")
+
+
+def test_a_special_token_id_that_is_an_ordinary_token_is_refused(trained, tmp_path):
+    lines = own_lines(trained, tmp_path)
+    lines[1] = json.dumps({"pattern": "gpt2", "special_tokens": {"<|endoftext|>": 300}}) + "\n"
+    with pytest.raises(bpe.TokenizerFileError, match=r"bad.bpe: special token '<\|endoftext\|>' has id 300"):
+        bpe.load(write_lines(tmp_path, "bad.bpe", lines))
+
+
+def test_a_long_token_loads_and_encodes_in_linear_time(tmp_path):
+    # One 80 KB token (and the run of merges that builds it) took seconds to load:
+    # building the encoder was quadratic in the longest token.
+    tok = bpe.train_from_iterator(["=" * 80_000], 256 + 17, num_workers=1)
+    assert max(len(token) for token in tok.vocab.values()) > 65536
+    path = tok.to_tiktoken(tmp_path / "long.tiktoken")
+    started = time.perf_counter()
+    loaded = bpe.Tokenizer.from_tiktoken(path, pattern="gpt2")
+    assert loaded.encode("=" * 80_000 + " hello") == tok.encode("=" * 80_000 + " hello")
+    assert loaded.merges == tok.merges
+    assert time.perf_counter() - started < 5
