@@ -1,7 +1,7 @@
 # A hash table from byte strings to int64 values, keys stored in one growable
 # arena. Shared by the pre-token interner (value = count) and the encoder (value
 # = token id, or a cached slice of ids). C struct + inline free functions.
-from libc.stdint cimport int64_t, uint8_t, uint64_t
+from libc.stdint cimport INT64_MAX, INT64_MIN, int64_t, uint8_t, uint64_t
 from libc.string cimport memcmp, memcpy
 
 from bpe._memory cimport grow, mem_alloc, mem_free
@@ -26,9 +26,11 @@ cdef extern from *:
     """
     #define BYTESTABLE_EMPTY ((uint64_t)-1)
     #define BYTESTABLE_MAX_ENTRIES ((int64_t)0xFFFFFFFE)
+    #define BYTESTABLE_OVERFLOW (-2)
     """
     uint64_t EMPTY "BYTESTABLE_EMPTY"
     int64_t MAX_ENTRIES "BYTESTABLE_MAX_ENTRIES"   # entry indices fit a slot's low 32 bits
+    int64_t OVERFLOW "BYTESTABLE_OVERFLOW"         # bytestable_add: the sum passed int64
 
 
 cdef extern from *:
@@ -148,8 +150,9 @@ cdef inline int _bytestable_grow_slots(BytesTable* t) noexcept nogil:
 cdef inline int64_t bytestable_add(BytesTable* t, const uint8_t* key, Py_ssize_t length,
                                    int64_t value, bint accumulate) noexcept nogil:
     """Store ``value`` for ``key`` (or add it to the stored one if ``accumulate``).
-    Returns the entry, or -1 when out of memory: then nothing was added and the
-    table is as it was (every buffer grows before anything is written).
+    Returns the entry; -1 when out of memory: then nothing was added and the
+    table is as it was (every buffer grows before anything is written);
+    ``OVERFLOW`` when the sum would pass int64 (the stored value is unchanged).
     """
     cdef uint64_t h = hash_bytes(key, length)
     cdef int64_t i = bytestable_slot(t, key, length, h)
@@ -157,6 +160,8 @@ cdef inline int64_t bytestable_add(BytesTable* t, const uint8_t* key, Py_ssize_t
     cdef int64_t starts_capacity
     if e != -1:
         if accumulate:
+            if (value > 0 and t.values[e] > INT64_MAX - value) or (value < 0 and t.values[e] < INT64_MIN - value):
+                return OVERFLOW
             t.values[e] += value
         else:
             t.values[e] = value

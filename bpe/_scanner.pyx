@@ -33,7 +33,7 @@ W+ can start, and the optional P is dropped if nothing matches with it.
 from libc.stdint cimport int64_t, uint8_t, uint32_t
 from libc.string cimport memcpy
 
-from bpe._bytestable cimport BytesTable, bytestable_add, bytestable_free, bytestable_init
+from bpe._bytestable cimport OVERFLOW, BytesTable, bytestable_add, bytestable_free, bytestable_init
 from bpe._checks cimport check_offsets
 from bpe._memory cimport mem_free
 from bpe._specials cimport Needles, find_spans, needles_free, needles_point_at
@@ -382,6 +382,16 @@ def split_offsets(const uint8_t[::1] data, int pattern):
 
 # --------------------------------------------------------------------------- the interner
 
+cdef int _raise_for(int64_t status) except -1:
+    """The error a failed ``bytestable_add`` stands for."""
+    if status == OVERFLOW:
+        raise OverflowError("a pre-token's count passed 2^63 - 1 (int64): counts this large cannot "
+                            "be added exactly")
+    if status < 0:
+        raise MemoryError()
+    return 0
+
+
 cdef class Interner:
     """Distinct byte strings with counts, in flat arrays, behind an open-addressing table.
 
@@ -420,8 +430,7 @@ cdef class Interner:
                 if status < 0:
                     break
                 i = end
-        if status < 0:
-            raise MemoryError()
+        _raise_for(status)
 
     def add_arrays(self, const uint8_t[::1] data, const offset_t[::1] offsets,
                    const count_t[::1] counts):
@@ -442,8 +451,7 @@ cdef class Interner:
                                         counts[e], True)
                 if status < 0:
                     break
-        if status < 0:
-            raise MemoryError()
+        _raise_for(status)
 
     def arrays(self):
         """``(data, offsets, counts)`` as numpy arrays, in first-seen order."""

@@ -29,7 +29,7 @@ The tie-break (``_greater``) compares equal counts by the pair's bytes as
 a tuple ``(bytes_left, bytes_right)``, the rule ``bpe.pure`` states in Python.
 The whole loop runs without the GIL.
 """
-from libc.stdint cimport int32_t, int64_t, uint8_t
+from libc.stdint cimport INT64_MAX, int32_t, int64_t, uint8_t
 from libc.string cimport memcmp, memcpy
 
 import numpy as np
@@ -42,6 +42,7 @@ from bpe._types cimport count_t, offset_t, pack_pair, pair_left, pair_right, pai
 cdef enum:
     N_BYTE_TOKENS = 256
     INVARIANT_BROKEN = -2
+    COUNT_OVERFLOW = -3      # a pair's count would pass int64
 
 cdef extern from *:
     """
@@ -53,6 +54,8 @@ cdef extern from *:
     const int BPE_DEBUG_BUILD
 
 DEBUG_BUILD = bool(BPE_DEBUG_BUILD)
+_OVERFLOW_MESSAGE = ("a pair's count passed 2^63 - 1 (int64): pre-token counts this large cannot "
+                     "be trained on exactly")
 
 
 cdef struct WordList:
@@ -150,6 +153,8 @@ cdef class MergeState:
                                       &offsets[0], &counts[0] if n_words > 0 else NULL)
             if status == 0:
                 status = self._count_pairs()
+        if status == COUNT_OVERFLOW:
+            raise OverflowError(_OVERFLOW_MESSAGE)
         if status < 0:
             raise MemoryError()
 
@@ -203,6 +208,8 @@ cdef class MergeState:
                 pair = self._pair_id(pack_pair(tokens[i], tokens[i + 1]))
                 if pair < 0 or self._list_word(pair, <int32_t>w) < 0:
                     return -1
+                if self.pair_count[pair] > INT64_MAX - self.word_count[w]:
+                    return COUNT_OVERFLOW
                 self.pair_count[pair] += self.word_count[w]
         for p in range(self.n_pairs):
             if self.pair_count[p] > 0:
@@ -261,6 +268,8 @@ cdef class MergeState:
         cdef int32_t pair = self._pair_id(pack_pair(left, right))
         if pair < 0:
             return -1
+        if delta > 0 and self.pair_count[pair] > INT64_MAX - delta:
+            return COUNT_OVERFLOW
         self.pair_count[pair] += delta
         if BPE_DEBUG_BUILD and self.pair_count[pair] < 0:
             return INVARIANT_BROKEN
@@ -483,6 +492,8 @@ cdef class MergeState:
                     self.failed = True
                     break
                 done += 1
+        if status == COUNT_OVERFLOW:
+            raise OverflowError(_OVERFLOW_MESSAGE)
         if status == INVARIANT_BROKEN:
             raise AssertionError(f"merge loop invariant broken at merge {self.n_merges}")
         if status < 0:

@@ -96,8 +96,8 @@ class PretokenCounts:
 
     @property
     def total(self) -> int:
-        """All pre-token occurrences counted."""
-        return int(self.counts.sum())
+        """All pre-token occurrences counted (exact: Python ints, no int64 wrap-around)."""
+        return sum(self.counts.tolist())
 
     def __add__(self, other: "PretokenCounts") -> "PretokenCounts":
         if not isinstance(other, PretokenCounts):

@@ -35,9 +35,10 @@ class Encoder:
     """Encode text with one vocabulary (thread-safe; pools per-call sessions)."""
 
     def __init__(self, arrays: Mapping[str, np.ndarray], pattern: Optional[str],
-                 special_tokens: Mapping[str, int]):
+                 special_tokens: Mapping[str, int], source: Optional[str] = None):
         self._arrays = dict(arrays)
         self.pattern = pattern
+        self.source = source          # where the pattern came from, for errors
         self.special_tokens = dict(special_tokens)
         self._kernel = EncodeKernel(**self._arrays)
         self._native = native_pattern_id(pattern)
@@ -46,7 +47,8 @@ class Encoder:
 
     @classmethod
     def from_tokens(cls, ids_by_bytes: Mapping[bytes, int], ranked_ids: Sequence[int],
-                    pattern: Optional[str], special_tokens: Mapping[str, int]) -> "Encoder":
+                    pattern: Optional[str], special_tokens: Mapping[str, int],
+                    source: Optional[str] = None) -> "Encoder":
         """``ids_by_bytes``: every ordinary token; ``ranked_ids``: merged tokens in merge order."""
         tokens = sorted(ids_by_bytes.items(), key=lambda item: item[1])
         offsets = np.zeros(len(tokens) + 1, dtype=np.int64)
@@ -58,13 +60,14 @@ class Encoder:
             "token_ids": np.array([token_id for _, token_id in tokens], dtype=np.int32),
             "ranked_ids": np.array(ranked_ids, dtype=np.int32),
         }
-        return cls(arrays, pattern, special_tokens)
+        return cls(arrays, pattern, special_tokens, source)
 
     def __getstate__(self):
-        return {"arrays": self._arrays, "pattern": self.pattern, "special_tokens": self.special_tokens}
+        return {"arrays": self._arrays, "pattern": self.pattern, "special_tokens": self.special_tokens,
+                "source": self.source}
 
     def __setstate__(self, state):
-        self.__init__(state["arrays"], state["pattern"], state["special_tokens"])
+        self.__init__(state["arrays"], state["pattern"], state["special_tokens"], state.get("source"))
 
     def split_ranked(self, tokens: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray]:
         """Each ``tokens[k]`` (at least 2 bytes) merged with only the merges of rank
@@ -148,7 +151,7 @@ class Encoder:
         compiled = compile_pattern(self.pattern)
         parts = []
         for segment, special in split_special(text, allowed):
-            pieces = [p.encode("utf-8") for p in regex_pretokens(compiled, segment)]
+            pieces = [p.encode("utf-8") for p in regex_pretokens(compiled, segment, self.source)]
             with self._session() as session:
                 parts.append(self._kernel.encode_pieces(session, pieces))
             if special is not None:

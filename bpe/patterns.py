@@ -87,18 +87,21 @@ def _compile(source: str):
     return regex.compile(source)
 
 
-def regex_pretokens(compiled, text: str) -> list[str]:
-    r"""The pre-tokens of a custom pattern: its matches, and the text between them.
+def regex_pretokens(compiled, text: str, source: Optional[str] = None) -> list[str]:
+    r"""The pre-tokens of a custom pattern: the text cut at both ends of every match.
 
     Text the pattern does not match is not dropped: each stretch of it is a
-    pre-token of its own (as in Hugging Face's ``Split`` with "isolated"), so
-    ``decode(encode(text)) == text`` for every pattern. Empty matches are
-    skipped. The built-in patterns match all text, so for them this is
-    ``regex.findall``. A pattern that runs too long (``PATTERN_TIMEOUT_SECONDS``)
-    raises ValueError naming it.
+    pre-token of its own, and an empty match cuts where it matches, so
+    ``decode(encode(text)) == text`` for every pattern. This is Hugging Face's
+    ``Split`` with "isolated" behaviour, which bpe exports. The built-in
+    patterns match all text, so for them this is ``regex.findall``. A pattern
+    that runs too long (``PATTERN_TIMEOUT_SECONDS``) raises ValueError naming
+    it and ``source`` (the file it came from), if given.
 
     >>> regex_pretokens(regex.compile(r"\w+"), "hello, world!")
     ['hello', ', ', 'world', '!']
+    >>> regex_pretokens(regex.compile(r"b*"), "abba")
+    ['a', 'bb', 'a']
     """
     pieces = []
     end = 0
@@ -106,15 +109,15 @@ def regex_pretokens(compiled, text: str) -> list[str]:
     try:
         for match in compiled.finditer(text, timeout=timeout):
             start, stop = match.span()
-            if start == stop:
-                continue
             if start > end:
                 pieces.append(text[end:start])
-            pieces.append(text[start:stop])
-            end = stop
+            if stop > start:
+                pieces.append(text[start:stop])
+            end = max(end, stop)
     except TimeoutError:
+        where = f" (the pattern of {source})" if source else ""
         raise ValueError(f"pattern {compiled.pattern!r} took more than {timeout:.1f} s on "
-                         f"{len(text)} characters (catastrophic backtracking?)") from None
+                         f"{len(text)} characters (catastrophic backtracking?){where}") from None
     if end < len(text):
         pieces.append(text[end:])
     return pieces

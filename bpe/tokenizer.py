@@ -18,7 +18,8 @@ from bpe.encoder import Encoder
 from bpe.errors import TokenizerFileError
 from bpe.formats import (TokenizerData, own_path, read_gpt2_files, read_own, read_tiktoken_ranks,
                          write_gpt2_files, write_huggingface, write_own, write_tiktoken)
-from bpe.patterns import canonical_pattern, find_safe_cut, native_pattern_id
+from bpe.patterns import (canonical_pattern, compile_pattern, find_safe_cut, native_pattern_id,
+                          regex_pretokens)
 from bpe.pretrained import PRETRAINED, pretrained_data
 from bpe.specials import check_special_tokens, refuse_disallowed, special_policy, special_spans
 
@@ -87,6 +88,8 @@ class Tokenizer:
                 self._ids_by_bytes.setdefault(token, token_id)
         self._encoder_lock = threading.Lock()
         self._encoder: Optional[Encoder] = None
+        #: The file this tokenizer was read from, if any (named in errors about its pattern).
+        self.source: Optional[str] = None
         for byte in range(256):
             if bytes([byte]) not in self._ids_by_bytes:
                 raise ValueError(f"the vocab has no token for byte {byte:#04x}")
@@ -153,7 +156,8 @@ class Tokenizer:
         ranked = [token_id for token_id, token in sorted(self.vocab.items())
                   if token_id not in special_ids and len(token) > 1
                   and self._ids_by_bytes.get(token) == token_id]
-        encoder = Encoder.from_tokens(self._ids_by_bytes, ranked, self.pattern, self.special_tokens)
+        encoder = Encoder.from_tokens(self._ids_by_bytes, ranked, self.pattern, self.special_tokens,
+                                      self.source)
         parts, n_parts = encoder.split_ranked([self.vocab[token_id] for token_id in ranked])
         bad = np.flatnonzero(n_parts != 2)
         if len(bad):
@@ -176,7 +180,7 @@ class Tokenizer:
                             seen.add(token_id)
                             ranked.append(token_id)
                     self._set_encoder(Encoder.from_tokens(self._ids_by_bytes, ranked, self.pattern,
-                                                          self.special_tokens))
+                                                          self.special_tokens, self.source))
         return self._encoder
 
     def _set_encoder(self, encoder: Encoder) -> None:
@@ -259,15 +263,23 @@ class Tokenizer:
             return [ids for part in pool.map(encode, groups) for ids in part]
 
     def encode_iterable(self, texts: Iterable[str], *, allowed_special="all",
-                        disallowed_special=(), flush_chars: int = 1 << 16) -> Iterator[int]:
+                        disallowed_special=(), flush_chars: int = 1 << 16,
+                        max_buffer_chars: int = 1 << 20) -> Iterator[int]:
         """Lazily yield the ids of ``"".join(texts)``, holding only a window in memory.
 
         Text is encoded up to the last position where cutting cannot change the
-        result: a safe cut of the pattern (``patterns.is_safe_cut``) or, for
-        custom patterns and None, the start of a special token, in both cases at
-        least one special token's length before the end of what has been read
-        (so no special token can straddle it). Memory is bounded by
-        ``flush_chars`` plus the longest stretch of text without such a cut.
+        result: a safe cut of a built-in pattern (``patterns.is_safe_cut``) or
+        the start of a special token, at least one special token's length
+        before the end of what has been read (so no special token can straddle
+        it). Memory is bounded by ``flush_chars`` plus the longest stretch of
+        text without such a cut, and never more than ``max_buffer_chars``:
+
+        A custom pattern (or None) has no provably safe cut but special tokens.
+        After ``max_buffer_chars`` without one, the text is cut between two
+        pre-tokens, keeping the last two pre-tokens for the next window: exact
+        for patterns whose matches never look past the pre-token that follows
+        them (as ``\\w+|\\s+``), approximate for others (a lookahead that reads
+        across the cut); with ``pattern=None`` the one long pre-token is split.
         """
         specials = list(self.special_tokens)
         room = max((len(token) for token in specials), default=0)
@@ -281,6 +293,8 @@ class Tokenizer:
                 continue
             buffer = "".join(pending)
             cut = self._last_stream_cut(buffer, specials, room)
+            if cut <= 0 and len(buffer) >= max_buffer_chars:
+                cut = self._forced_stream_cut(buffer, specials, room)
             if cut > 0:
                 yield from self.encode_to_numpy(buffer[:cut], dtype=np.uint32,
                                                 allowed_special=allowed_special,
@@ -309,6 +323,22 @@ class Tokenizer:
                 return cut
             end = cut
         return -1
+
+    def _forced_stream_cut(self, buffer: str, specials: list[str], room: int) -> int:
+        """A cut between two pre-tokens of ``buffer`` (not inside a special token),
+        leaving the last two pre-tokens of the text before ``room`` for later."""
+        limit = len(buffer) - room
+        spans = special_spans(buffer, specials) if specials else []
+        start = spans[-1][1] if spans else 0          # the text after the last special token
+        if start >= limit:
+            return -1
+        compiled = compile_pattern(self.pattern)
+        if compiled is None:
+            return limit
+        pieces = regex_pretokens(compiled, buffer[start:limit], self.source)
+        if len(pieces) < 3:
+            return limit if len(pieces) < 2 else start + len(pieces[0])
+        return limit - len(pieces[-1]) - len(pieces[-2])
 
     def encode_file(self, inputs, output, *, dtype=None, num_workers: Optional[int] = None,
                     allowed_special="all", errors: str = "strict", progress: bool = False):
@@ -388,9 +418,12 @@ class Tokenizer:
             tokenizer = cls(data.vocab, data.merges, data.special_tokens, pattern=data.pattern)
             if data.merges is not None:
                 tokenizer._check_merge_order()
-            return tokenizer
         except (ValueError, TypeError) as e:
             raise TokenizerFileError(f"{source}: {e}") from None
+        tokenizer.source = source
+        if tokenizer._encoder is not None:
+            tokenizer._encoder.source = source
+        return tokenizer
 
     def _check_merge_order(self) -> None:
         """Merge k makes the k-th merged token in id order, and every merged token is made."""
