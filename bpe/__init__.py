@@ -1,18 +1,24 @@
 """bpe: fast, exact byte-level BPE tokenizers — training and encoding whole corpora.
 
+Code written for tiktoken runs with ``import bpe as tiktoken`` (``get_encoding``,
+``encoding_for_model``, ``Encoding``); ``Tokenizer`` is bpe's own interface.
+
 >>> import bpe
 >>> bpe.pretokenize("Hello, world!")
 ['Hello', ',', ' world', '!']
 """
 from bpe.counting import PretokenCounts, count_pretokens
 from bpe.encode_file import EncodeSummary
+from bpe.encoding import Encoding, get_encoding, list_encoding_names
 from bpe.errors import BpeError, CorpusDecodeError, CorpusEncodeError, TokenArrayError, TokenizerFileError
+from bpe.models import encoding_for_model, encoding_name_for_model
 from bpe.patterns import PATTERNS, pretokenize
 from bpe.token_array import open_tokens, read_document_index, read_metadata
 from bpe.tokenizer import Tokenizer, load
 from bpe.trainer import train, train_from_counts, train_from_iterator
 
 __all__ = [
+    "Encoding",
     "PATTERNS",
     "BpeError",
     "CorpusDecodeError",
@@ -23,6 +29,10 @@ __all__ = [
     "Tokenizer",
     "TokenizerFileError",
     "count_pretokens",
+    "encoding_for_model",
+    "encoding_name_for_model",
+    "get_encoding",
+    "list_encoding_names",
     "load",
     "open_tokens",
     "read_document_index",

@@ -127,6 +127,11 @@ class Encoder:
         with self._session() as session:
             return self._kernel.encode_strs(session, texts, self._pattern_id(), *self._needles(allowed), out)
 
+    def encode_piece(self, piece: bytes) -> np.ndarray:
+        """The ids (uint32) of one pre-token's bytes, merged by priority."""
+        with self._session() as session:
+            return self._kernel.encode_pieces(session, [bytes(piece)])
+
     def _pattern_id(self) -> int:
         return -1 if self._native is None else self._native
 

@@ -32,6 +32,10 @@ O200K_PATTERN = "|".join(
 
 #: The built-in patterns by name; tiktoken's encoding names are aliases.
 PATTERNS = {"gpt2": GPT2_PATTERN, "cl100k": CL100K_PATTERN, "o200k": O200K_PATTERN}
+#: tiktoken's own spelling of GPT-2's pattern (possessive, for its regex engine's
+#: speed): it matches exactly what GPT2_PATTERN matches, so it is the same built-in.
+TIKTOKEN_GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
+_EQUIVALENT_SOURCES = {TIKTOKEN_GPT2_PATTERN: "gpt2"}
 _ALIASES = {"r50k_base": "gpt2", "cl100k_base": "cl100k", "o200k_base": "o200k"}
 _LOOKS_LIKE_A_NAME = regex.compile(r"[A-Za-z][A-Za-z0-9_]*")
 #: A custom pattern gets this long per call, plus SECONDS_PER_CHAR of its text,
@@ -56,6 +60,8 @@ def canonical_pattern(pattern: Optional[str]) -> Optional[str]:
     for name, source in PATTERNS.items():
         if pattern == source:
             return name
+    if pattern in _EQUIVALENT_SOURCES:
+        return _EQUIVALENT_SOURCES[pattern]
     if _LOOKS_LIKE_A_NAME.fullmatch(pattern):
         # A bare word is almost surely a misspelt name ("gpt5", "GPT2"), and as a
         # regex it would match nothing in most text. (?:word) says it is meant.

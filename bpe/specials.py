@@ -119,4 +119,4 @@ def refuse_disallowed(disallowed: Collection[str], text: str) -> None:
             f"`allowed_special`, e.g. `allowed_special={{{token!r}, ...}}`.\n"
             f"If you want this text to be encoded as normal text, disable the check for "
             f"this token by passing `disallowed_special=(enc.special_tokens_set - {{{token!r}}})`.\n"
-            f"To disable this check for all special tokens, pass `disallowed_special=()`.")
+            f"To disable this check for all special tokens, pass `disallowed_special=()`.\n")

@@ -364,6 +364,15 @@ class Tokenizer:
         if self._encoder is not None:
             self._encoder.clear_cache()
 
+    def token_id(self, token: bytes) -> Optional[int]:
+        """The id of the ordinary token with these bytes, or None."""
+        return self._ids_by_bytes.get(token)
+
+    def encode_piece(self, piece: bytes) -> list[int]:
+        """The ids of ``piece`` merged as one pre-token (bytes need not be UTF-8): no
+        pattern, no special tokens."""
+        return self._to_list(self.encoder.encode_piece(piece))
+
     def count(self, text: str) -> int:
         """How many tokens ``text`` encodes to (special tokens recognised)."""
         return len(self._encode_array(text, sorted(self.special_tokens)))

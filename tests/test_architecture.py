@@ -16,6 +16,7 @@ DOCS = os.path.join(PACKAGE, os.pardir, "docs", "architecture.md")
 #: Top to bottom. Python and Cython alike; a .pyx and its .pxd are one module.
 LAYERS = [
     "__main__", "cli", "__init__",                                   # front doors
+    "models", "encoding",                                            # tiktoken's interface
     "trainer",                                                       # training
     "tokenizer",                                                     # the tokenizer
     "encode_file", "chunk_writer", "counting", "token_array",        # whole corpora

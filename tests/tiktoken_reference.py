@@ -35,4 +35,19 @@ def get_encoding(name: str):
                 f.write(data)
             os.replace(target + ".part", target)
     os.environ["TIKTOKEN_CACHE_DIR"] = cache
+    if name == "r50k_base":     # the ranks of gpt2 (no file of its own here), under its name
+        gpt2 = tiktoken.get_encoding("gpt2")
+        return _r50k(gpt2)
     return tiktoken.get_encoding(name)
+
+
+_R50K = []
+
+
+def _r50k(gpt2):
+    import tiktoken
+
+    if not _R50K:
+        _R50K.append(tiktoken.Encoding("r50k_base", pat_str=gpt2._pat_str, mergeable_ranks=gpt2._mergeable_ranks,
+                                       special_tokens=gpt2._special_tokens, explicit_n_vocab=50257))
+    return _R50K[0]

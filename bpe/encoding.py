@@ -1,0 +1,376 @@
+"""``bpe.Encoding``: tiktoken's ``Encoding``, so that code written for tiktoken runs
+with ``import bpe as tiktoken``.
+
+A front door, not a second implementation: an ``Encoding`` holds a
+``Tokenizer`` and calls its kernels and caches. What differs are tiktoken's
+defaults and conventions: text that holds a special token raises unless the
+token is allowed (``disallowed_special="all"``), unknown ids raise KeyError,
+``decode`` replaces invalid UTF-8, batches default to 8 threads.
+"""
+from __future__ import annotations
+
+import bisect
+import functools
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import AbstractSet, Collection, Literal, Optional, Sequence, Union
+
+import numpy as np
+import regex
+
+from bpe.encoder import utf8
+from bpe.patterns import TIKTOKEN_GPT2_PATTERN, pattern_regex, pretokenize
+from bpe.specials import refuse_disallowed, special_spans
+
+from bpe.tokenizer import Tokenizer, load
+
+SpecialSet = Union[Literal["all"], AbstractSet[str]]
+_WHITESPACE = regex.compile(r"\p{White_Space}")
+_ALL_SPACE = frozenset(b" \n\t")
+
+
+class Encoding:
+    """A byte-level BPE vocabulary with tiktoken's interface.
+
+    >>> import bpe
+    >>> enc = bpe.get_encoding("cl100k_base")
+    >>> enc.encode("hello world")
+    [15339, 1917]
+    >>> enc.decode(enc.encode("hello world"))
+    'hello world'
+    """
+
+    def __init__(self, name: str, *, pat_str: str, mergeable_ranks: dict[bytes, int],
+                 special_tokens: dict[str, int], explicit_n_vocab: Optional[int] = None):
+        vocab = {rank: token for token, rank in mergeable_ranks.items()}
+        if len(vocab) != len(mergeable_ranks):
+            raise ValueError("mergeable_ranks gives one rank to two tokens")
+        for token, token_id in special_tokens.items():
+            vocab[token_id] = token.encode("utf-8")
+        tokenizer = Tokenizer(vocab, None, dict(special_tokens), pattern=pat_str)
+        self._setup(name, tokenizer, pat_str, dict(mergeable_ranks))
+        if explicit_n_vocab:
+            if len(mergeable_ranks) + len(special_tokens) != explicit_n_vocab \
+                    or self.max_token_value != explicit_n_vocab - 1:
+                raise ValueError(f"explicit_n_vocab={explicit_n_vocab}, but there are "
+                                 f"{len(mergeable_ranks)} + {len(special_tokens)} tokens and the "
+                                 f"largest id is {self.max_token_value}")
+
+    @classmethod
+    def from_tokenizer(cls, name: str, tokenizer: Tokenizer, pat_str: Optional[str] = None) -> "Encoding":
+        """The tiktoken interface over an existing ``Tokenizer`` (sharing its caches)."""
+        encoding = cls.__new__(cls)
+        encoding._setup(name, tokenizer, pat_str or pattern_regex(tokenizer.pattern) or "", None)
+        return encoding
+
+    def _setup(self, name: str, tokenizer: Tokenizer, pat_str: str,
+               mergeable_ranks: Optional[dict[bytes, int]]) -> None:
+        self.name = name
+        self._tokenizer = tokenizer
+        self._pat_str = pat_str
+        self._ranks = mergeable_ranks
+        self._special_tokens = dict(tokenizer.special_tokens)
+        self._special_token_values = set(self._special_tokens.values())
+        self.max_token_value = max(tokenizer.vocab)
+
+    def __repr__(self) -> str:
+        return f"<Encoding {self.name!r}>"
+
+    # ------------------------------------------------------------------ what tiktoken users reach for
+
+    @property
+    def _mergeable_ranks(self) -> dict[bytes, int]:
+        """Every ordinary token's bytes and rank (its id), as tiktoken keeps them."""
+        if self._ranks is None:
+            special = self._special_token_values
+            self._ranks = {token: token_id for token_id, token in sorted(self._tokenizer.vocab.items())
+                           if token_id not in special}
+        return self._ranks
+
+    @property
+    def n_vocab(self) -> int:
+        return self.max_token_value + 1
+
+    @property
+    def eot_token(self) -> int:
+        return self._special_tokens["<|endoftext|>"]
+
+    @functools.cached_property
+    def special_tokens_set(self) -> set[str]:
+        return set(self._special_tokens)
+
+    def is_special_token(self, token: int) -> bool:
+        assert isinstance(token, int)
+        return token in self._special_token_values
+
+    # ------------------------------------------------------------------ encoding
+
+    def _policy(self, text: str, allowed_special, disallowed_special) -> list[str]:
+        """The special tokens to recognise, after refusing text with a disallowed one.
+        Names in ``allowed_special`` that are not special tokens are ignored, as tiktoken does."""
+        allowed = self.special_tokens_set if allowed_special == "all" else set(allowed_special)
+        if disallowed_special == "all":
+            disallowed_special = self.special_tokens_set - allowed
+        refuse_disallowed(disallowed_special, text)
+        return sorted(allowed & self.special_tokens_set)
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        return self._tokenizer.encode_ordinary(text)
+
+    def encode(self, text: str, *, allowed_special: SpecialSet = set(),  # noqa: B006
+               disallowed_special: Union[Literal["all"], Collection[str]] = "all") -> list[int]:
+        allowed = self._policy(text, allowed_special, disallowed_special)
+        return self._tokenizer.encode(text, allowed_special=set(allowed), disallowed_special=())
+
+    def encode_to_numpy(self, text: str, *, allowed_special: SpecialSet = set(),  # noqa: B006
+                        disallowed_special: Union[Literal["all"], Collection[str]] = "all") -> np.ndarray:
+        allowed = self._policy(text, allowed_special, disallowed_special)
+        return self._tokenizer.encode_to_numpy(text, dtype=np.uint32, allowed_special=set(allowed),
+                                               disallowed_special=())
+
+    def encode_ordinary_batch(self, text: list[str], *, num_threads: int = 8) -> list[list[int]]:
+        return self._tokenizer.encode_batch(text, num_threads=num_threads, allowed_special=set(),
+                                            disallowed_special=())
+
+    def encode_batch(self, text: list[str], *, num_threads: int = 8,
+                     allowed_special: SpecialSet = set(),  # noqa: B006
+                     disallowed_special: Union[Literal["all"], Collection[str]] = "all") -> list[list[int]]:
+        allowed = self.special_tokens_set if allowed_special == "all" else set(allowed_special)
+        if disallowed_special == "all":
+            disallowed_special = self.special_tokens_set - allowed
+        for item in text:
+            refuse_disallowed(disallowed_special, item)
+        return self._tokenizer.encode_batch(text, num_threads=num_threads,
+                                            allowed_special=allowed & self.special_tokens_set,
+                                            disallowed_special=())
+
+    def encode_single_token(self, text_or_bytes: Union[str, bytes]) -> int:
+        """The id of the token whose text (or bytes) this is, special tokens included;
+        KeyError if there is none."""
+        if isinstance(text_or_bytes, str):
+            text_or_bytes = text_or_bytes.encode("utf-8")
+        token_id = self._tokenizer.token_id(text_or_bytes)
+        if token_id is not None:
+            return token_id
+        try:
+            return self._special_tokens[text_or_bytes.decode("utf-8")]
+        except (UnicodeDecodeError, KeyError):
+            raise KeyError(text_or_bytes) from None
+
+    def _encode_single_piece(self, text_or_bytes: Union[str, bytes]) -> list[int]:
+        if isinstance(text_or_bytes, str):
+            text_or_bytes = text_or_bytes.encode("utf-8")
+        return self._tokenizer.encode_piece(text_or_bytes)
+
+    def _encode_only_native_bpe(self, text: str) -> list[int]:
+        ids = []
+        for piece in regex.findall(self._pat_str, text):
+            ids += self._tokenizer.encode_piece(piece.encode("utf-8"))
+        return ids
+
+    # ------------------------------------------------------------------ unstable ends
+
+    def _encode_with_last_piece(self, text: str, allowed: list[str]) -> tuple[list[int], int]:
+        """The ids of ``text`` and how many of them the last pre-token gave (0 if the
+        text ends with a special token). Lone surrogates read as U+FFFD, as in ``encode``."""
+        text = utf8(text).decode("utf-8")
+        ids = self._tokenizer.encode(text, allowed_special=set(allowed), disallowed_special=())
+        spans = special_spans(text, allowed) if allowed else []
+        tail = text[spans[-1][1]:] if spans else text
+        pieces = pretokenize(tail, self._tokenizer.pattern) if tail else []
+        if not pieces:
+            return ids, 0
+        return ids, len(self._tokenizer.encode_piece(pieces[-1].encode("utf-8")))
+
+    def _widen_to_spaces(self, ids: list[int], last: int) -> int:
+        """Count whitespace-only tokens before a whitespace-only last piece into it: a
+        regex split between runs of whitespace can disappear as text is added."""
+        vocab = self._tokenizer.vocab
+        special = self._special_token_values
+
+        def all_space(token_id: int) -> bool:
+            return token_id not in special and set(vocab[token_id]) <= _ALL_SPACE
+
+        if last > 0 and all_space(ids[len(ids) - last]):
+            while last < len(ids) and all_space(ids[len(ids) - last - 1]):
+                last += 1
+        return last
+
+    def encode_with_unstable(self, text: str, *, allowed_special: SpecialSet = set(),  # noqa: B006
+                             disallowed_special: Union[Literal["all"], Collection[str]] = "all"
+                             ) -> tuple[list[int], list[list[int]]]:
+        """The stable ids of ``text`` and the token sequences its unstable end may
+        become as text is appended (tiktoken's rule; an unstable API there too)."""
+        allowed = self._policy(text, allowed_special, disallowed_special)
+        ids, last = self._encode_with_last_piece(text, allowed)
+        if last == 0:
+            return ids, []
+        last = self._widen_to_spaces(ids, last)
+        unstable = self._tokenizer.decode_bytes(ids[len(ids) - last:])
+        ids = ids[:len(ids) - last]
+        completions: set[tuple[int, ...]] = set()
+        if not unstable:
+            return ids, []
+        sorted_tokens = self._sorted_token_bytes()
+        ranks = self._mergeable_ranks
+        for token in self._tokens_starting_with(sorted_tokens, unstable):
+            completions.add((ranks[token],))
+        for split in range(1, len(unstable)):
+            prefix, suffix = unstable[:split], unstable[split:]
+            for token in self._tokens_starting_with(sorted_tokens, suffix):
+                possibility = prefix + token
+                try:
+                    encoded = self.encode_ordinary(possibility.decode("utf-8"))
+                except UnicodeDecodeError:
+                    encoded = self._tokenizer.encode_piece(possibility)
+                sequence, length = [], 0
+                for token_id in encoded:
+                    sequence.append(token_id)
+                    length += len(self._tokenizer.vocab[token_id])
+                    if length >= len(unstable):
+                        break
+                completions.add(tuple(sequence))
+        if len(unstable) > 1:
+            last_char = _last_utf8_character(unstable)
+            if last_char is not None and len(last_char) < len(unstable) \
+                    and _WHITESPACE.fullmatch(last_char.decode("utf-8")):
+                cut = len(unstable) - len(last_char)
+                completions.add(tuple(self._tokenizer.encode_piece(unstable[:cut])
+                                      + self._tokenizer.encode_piece(unstable[cut:])))
+        return ids, [list(sequence) for sequence in completions]
+
+    def _sorted_token_bytes(self) -> list[bytes]:
+        if getattr(self, "_sorted_tokens", None) is None:
+            self._sorted_tokens = sorted(self._mergeable_ranks)
+        return self._sorted_tokens
+
+    @staticmethod
+    def _tokens_starting_with(sorted_tokens: list[bytes], prefix: bytes):
+        point = bisect.bisect_left(sorted_tokens, prefix)
+        while point < len(sorted_tokens) and sorted_tokens[point].startswith(prefix):
+            yield sorted_tokens[point]
+            point += 1
+
+    def _encode_bytes(self, text: bytes) -> list[int]:
+        """The ids of bytes that need not be valid UTF-8: the valid prefix is encoded as
+        text, and its last pre-token is encoded again together with the rest."""
+        try:
+            return self.encode_ordinary(text.decode("utf-8"))
+        except UnicodeDecodeError as e:
+            valid = e.start
+        ids, last = self._encode_with_last_piece(text[:valid].decode("utf-8"), [])
+        last = self._widen_to_spaces(ids, last)
+        if ids and last > 0:
+            rest = self._tokenizer.decode_bytes(ids[len(ids) - last:]) + text[valid:]
+            ids = ids[:len(ids) - last]
+        else:
+            rest = text[valid:]
+        if rest:
+            ids += self._tokenizer.encode_piece(rest)
+        return ids
+
+    # ------------------------------------------------------------------ decoding
+
+    def decode_bytes(self, tokens: Sequence[int]) -> bytes:
+        try:
+            return self._tokenizer.decode_bytes(tokens)
+        except ValueError:
+            vocab = self._tokenizer.vocab
+            bad = next(token for token in tokens if token not in vocab)
+            raise KeyError(f"Invalid token for decoding: {bad}") from None
+
+    def decode(self, tokens: Sequence[int], errors: str = "replace") -> str:
+        return self.decode_bytes(tokens).decode("utf-8", errors=errors)
+
+    def decode_single_token_bytes(self, token: int) -> bytes:
+        return self._tokenizer.vocab[token]
+
+    def decode_tokens_bytes(self, tokens: Sequence[int]) -> list[bytes]:
+        return [self.decode_single_token_bytes(token) for token in tokens]
+
+    def decode_with_offsets(self, tokens: Sequence[int]) -> tuple[str, list[int]]:
+        """The text, and for each token the index of the first character that holds
+        any of its bytes (a token that starts inside a character points at it)."""
+        pieces = self.decode_tokens_bytes(tokens)
+        offsets, characters = [], 0
+        for piece in pieces:
+            continuation = 0x80 <= piece[0] < 0xC0
+            offsets.append(max(0, characters - continuation))
+            characters += sum(1 for byte in piece if not 0x80 <= byte < 0xC0)
+        return b"".join(pieces).decode("utf-8", errors="strict"), offsets
+
+    def decode_batch(self, batch: Sequence[Sequence[int]], *, errors: str = "replace",
+                     num_threads: int = 8) -> list[str]:
+        with ThreadPoolExecutor(num_threads) as pool:
+            return list(pool.map(functools.partial(self.decode, errors=errors), batch))
+
+    def decode_bytes_batch(self, batch: Sequence[Sequence[int]], *, num_threads: int = 8) -> list[bytes]:
+        with ThreadPoolExecutor(num_threads) as pool:
+            return list(pool.map(self.decode_bytes, batch))
+
+    def token_byte_values(self) -> list[bytes]:
+        """Every ordinary token's bytes, sorted."""
+        return list(self._sorted_token_bytes())
+
+    # ------------------------------------------------------------------ pickling
+
+    def __getstate__(self):
+        if _ENCODINGS.get(self.name) is self:      # a shipped encoding pickles as its name
+            return self.name
+        return {"name": self.name, "pat_str": self._pat_str, "mergeable_ranks": self._mergeable_ranks,
+                "special_tokens": self._special_tokens}
+
+    def __setstate__(self, state) -> None:
+        if isinstance(state, str):
+            self.__dict__ = get_encoding(state).__dict__
+            return
+        self.__init__(**state)
+
+
+# --------------------------------------------------------------------------- the shipped encodings
+
+#: tiktoken's encoding names -> the vocabularies shipped in bpe (r50k_base has the
+#: ranks of gpt2, under tiktoken's other name for them).
+SHIPPED = {"gpt2": "gpt2", "r50k_base": "gpt2", "cl100k_base": "cl100k_base", "o200k_base": "o200k_base"}
+#: tiktoken's other encodings: their files are not shipped, and bpe never downloads.
+NOT_SHIPPED = ("p50k_base", "p50k_edit", "o200k_harmony")
+_ENCODINGS: dict[str, Encoding] = {}
+_lock = threading.Lock()
+
+
+def get_encoding(encoding_name: str) -> Encoding:
+    """The shipped encoding of that name (the same object on every call), offline."""
+    if not isinstance(encoding_name, str):
+        raise ValueError(f"Expected a string in get_encoding, got {type(encoding_name)}")
+    encoding = _ENCODINGS.get(encoding_name)
+    if encoding is not None:
+        return encoding
+    if encoding_name not in SHIPPED:
+        if encoding_name in NOT_SHIPPED:
+            raise ValueError(f"Unknown encoding {encoding_name}: tiktoken has it, but its file is not "
+                             f"shipped with bpe, which works offline (shipped: {', '.join(SHIPPED)}); "
+                             "build it with bpe.Encoding(name, pat_str=..., mergeable_ranks=..., "
+                             "special_tokens=...)")
+        raise ValueError(f"Unknown encoding {encoding_name}. Shipped: {', '.join(SHIPPED)}")
+    with _lock:
+        if encoding_name not in _ENCODINGS:
+            tokenizer = load(SHIPPED[encoding_name])
+            pat_str = TIKTOKEN_GPT2_PATTERN if tokenizer.pattern == "gpt2" else None
+            _ENCODINGS[encoding_name] = Encoding.from_tokenizer(encoding_name, tokenizer, pat_str)
+        return _ENCODINGS[encoding_name]
+
+
+def list_encoding_names() -> list[str]:
+    """The encodings ``get_encoding`` knows."""
+    return list(SHIPPED)
+
+
+def _last_utf8_character(data: bytes) -> Optional[bytes]:
+    """The last UTF-8 character of ``data``, or None if its end is not one."""
+    for width in range(1, min(4, len(data)) + 1):
+        try:
+            data[-width:].decode("utf-8")
+            return data[-width:]
+        except UnicodeDecodeError:
+            continue
+    return None
