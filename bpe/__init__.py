@@ -8,6 +8,7 @@ Code written for tiktoken runs with ``import bpe as tiktoken`` (``get_encoding``
 ['Hello', ',', ' world', '!']
 """
 from bpe.counting import PretokenCounts, count_pretokens
+from bpe.dataset import TokenDataset
 from bpe.encode_file import EncodeSummary
 from bpe.encoding import Encoding, get_encoding, list_encoding_names
 from bpe.errors import BpeError, CorpusDecodeError, CorpusEncodeError, TokenArrayError, TokenizerFileError
@@ -26,6 +27,7 @@ __all__ = [
     "EncodeSummary",
     "PretokenCounts",
     "TokenArrayError",
+    "TokenDataset",
     "Tokenizer",
     "TokenizerFileError",
     "count_pretokens",

@@ -45,24 +45,35 @@ def cmd_train(args) -> None:
                         min_frequency=args.min_frequency, num_workers=args.workers,
                         errors=args.errors, progress=_show_progress(args))
     seconds = time.perf_counter() - start
-    path = tok.save(args.output if args.output.endswith(".bpe") else os.path.join(args.output, ""))
+    path = tok.save(args.output)
     for warning in caught:
         print(f"note: {warning.message}", file=sys.stderr)
     corpus = "the embedded default corpus (Tiny Shakespeare)" if not args.files else \
         f"{len(files)} file(s)"
     longest = _longest_tokens(tok, 5)
-    print(f"trained on {corpus}: {len(tok.merges)} merges, vocab {len(tok.vocab)}, "
-          f"{seconds:.2f} s")
-    print(f"longest tokens: {', '.join(_printable(t) for t in longest)}")
-    print(f"saved {path}")
+    if not args.quiet:
+        print(f"trained on {corpus}: {len(tok.merges)} merges, vocab {len(tok.vocab)}, "
+              f"{seconds:.2f} s")
+        print(f"longest tokens: {', '.join(_printable(t) for t in longest)}")
+        print(f"saved {path}")
 
 
 def _load_tokenizer(name_or_path: str):
+    """A tokenizer by built-in name, model name (``gpt-4o``) or file or directory."""
     try:
         return bpe.load(name_or_path)
     except FileNotFoundError:
-        raise UserError(f"no tokenizer {name_or_path!r}: give gpt2, cl100k_base, o200k_base or a "
-                        "directory written by 'bpe train'") from None
+        pass
+    try:
+        encoding_name = bpe.encoding_name_for_model(name_or_path)
+    except KeyError:
+        raise UserError(f"no tokenizer {name_or_path!r}: give a built-in name "
+                        f"({', '.join(bpe.list_encoding_names())}), a model name (gpt-4o, gpt-4, ...) "
+                        "or a tokenizer file or directory") from None
+    if encoding_name not in bpe.list_encoding_names():
+        raise UserError(f"model {name_or_path!r} uses the encoding {encoding_name}, which is not shipped "
+                        f"with bpe (shipped: {', '.join(bpe.list_encoding_names())})")
+    return bpe.get_encoding(encoding_name).tokenizer
 
 
 def _show_progress(args) -> bool:
@@ -73,8 +84,9 @@ def cmd_encode(args) -> None:
     tok = _load_tokenizer(args.tokenizer)
     summary = tok.encode_file(args.files, args.output, dtype=args.dtype, num_workers=args.workers,
                               errors=args.errors, progress=_show_progress(args))
-    print(summary)
-    print(f"read with: numpy.memmap({summary.output!r}, dtype='{summary.dtype}', mode='r')")
+    if not args.quiet:
+        print(summary)
+        print(f"read with: numpy.memmap({summary.output!r}, dtype='{summary.dtype}', mode='r')")
 
 
 def cmd_decode(args) -> None:
@@ -107,14 +119,37 @@ def cmd_count(args) -> None:
             with open(path, "rb") as file:
                 parts.append(bytes(checked_utf8(file.read(), path, 0, args.errors)).decode("utf-8"))
         text = "".join(parts)
+    prices = _parse_prices(args.price)
     n_chars, n_bytes = len(text), len(text.encode("utf-8"))
+    names = [name.strip() for name in args.tokenizer.split(",") if name.strip()]
+    unknown = sorted(set(prices) - set(names))
+    if unknown:
+        raise UserError(f"--price {unknown[0]}=...: {unknown[0]} is not one of --tokenizer")
     rows = []
-    for name in args.tokenizer.split(","):
-        n_tokens = _load_tokenizer(name.strip()).count(text)
-        rows.append((name.strip(), n_tokens, n_chars / max(n_tokens, 1), n_bytes / max(n_tokens, 1)))
-    print(f"{'tokenizer':<16} {'tokens':>12} {'chars/token':>12} {'bytes/token':>12}")
+    for name in names:
+        n_tokens = _load_tokenizer(name).count(text)
+        rows.append((name, n_tokens, n_chars / max(n_tokens, 1), n_bytes / max(n_tokens, 1)))
+    width = max(16, *(len(name) + 1 for name in names))
+    header = f"{'tokenizer':<{width}} {'tokens':>12} {'chars/token':>12} {'bytes/token':>12}"
+    print(header + (f" {'est. cost USD':>14}" if prices else ""))
     for name, n_tokens, chars, per_token in rows:
-        print(f"{name:<16} {n_tokens:>12} {chars:>12.2f} {per_token:>12.2f}")
+        cost = f" {n_tokens * prices[name] / 1e6:>14.6f}" if name in prices else (" " * 15 if prices else "")
+        print(f"{name:<{width}} {n_tokens:>12} {chars:>12.2f} {per_token:>12.2f}{cost}".rstrip())
+
+
+def _parse_prices(items) -> dict:
+    """``--price NAME=USD_PER_1M_TOKENS`` values, checked."""
+    prices = {}
+    for item in items or []:
+        name, _, value = item.partition("=")
+        try:
+            price = float(value)
+        except ValueError:
+            price = -1.0
+        if not name or price < 0 or price != price:
+            raise UserError(f"--price {item!r}: give NAME=USD_PER_1M_TOKENS, e.g. gpt-4o=2.50")
+        prices[name.strip()] = price
+    return prices
 
 
 def cmd_inspect(args) -> None:
@@ -132,6 +167,7 @@ def cmd_inspect(args) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bpe", description="Fast, exact byte-level BPE.")
+    parser.add_argument("--version", action="version", version=f"bpe {bpe.__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     train = commands.add_parser("train", help="train a tokenizer on text files")
@@ -143,7 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--min-frequency", type=int, default=1)
     train.add_argument("--workers", type=int, default=None, help="workers (default: all cores)")
     train.add_argument("-o", "--output", required=True, help="directory (or .bpe file) to write")
-    train.add_argument("--quiet", action="store_true", help="no progress bars")
+    train.add_argument("--quiet", action="store_true", help="no progress bars and no summary")
     _add_errors(train)
     train.set_defaults(run=cmd_train)
 
@@ -153,7 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
     encode.add_argument("-o", "--output", required=True, help="the token array to write")
     encode.add_argument("--workers", type=int, default=None, help="threads (default: all cores)")
     encode.add_argument("--dtype", default=None, help="uint16 or uint32 (default: the smallest that fits)")
-    encode.add_argument("--quiet", action="store_true", help="no progress bar")
+    encode.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
     _add_errors(encode)
     encode.set_defaults(run=cmd_encode)
 
@@ -167,7 +203,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     count = commands.add_parser("count", help="compare token counts of tokenizers on the same text")
     count.add_argument("files", nargs="+", help="text files, or - for stdin")
-    count.add_argument("--tokenizer", required=True, help="comma-separated, e.g. gpt2,cl100k_base,o200k_base")
+    count.add_argument("--tokenizer", required=True,
+                       help="comma-separated names, model names or paths, e.g. gpt2,gpt-4,gpt-4o,my-tok")
+    count.add_argument("--price", action="append", metavar="NAME=USD_PER_1M_TOKENS",
+                       help="add an estimated cost column (repeatable; no prices are built in)")
     _add_errors(count)
     count.set_defaults(run=cmd_count)
 

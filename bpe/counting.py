@@ -9,7 +9,6 @@ Built-in patterns are counted by the native scanner on threads; custom ones by
 from __future__ import annotations
 
 import os
-import tempfile
 from collections import Counter
 from typing import Iterable, Mapping, Optional, Sequence, Union
 
@@ -18,7 +17,7 @@ import regex
 
 from bpe._scanner import Interner
 from bpe.chunking import plan_chunks
-from bpe.files import check_errors, check_regular_files, checked_utf8, resolve_inputs
+from bpe.files import check_errors, check_regular_files, checked_utf8, create_temporary, resolve_inputs
 from bpe.patterns import canonical_pattern, compile_pattern, native_pattern_id, regex_pretokens
 from bpe.progress import progress_bar
 from bpe.specials import check_special_tokens, special_spans, split_special
@@ -130,7 +129,7 @@ class PretokenCounts:
         """Write to ``path`` as ``.npz`` (under a temporary name, renamed when complete)."""
         path = os.fspath(path)
         directory = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".npz")
+        fd, tmp = create_temporary(directory, suffix=".npz")
         try:
             with os.fdopen(fd, "wb") as file:
                 np.savez(file, format_version=np.int64(FORMAT_VERSION), data=self.data,

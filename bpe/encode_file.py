@@ -128,7 +128,7 @@ def _encode_into(tokenizer, paths, output, tmp_output, settings, specials, separ
     max_chunks = sum(-(-size // chunk_size) for size in sizes)
     num_workers = max(1, min(num_workers, max_chunks))
     encoder = tokenizer.encoder
-    fd = os.open(tmp_output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    fd = os.open(tmp_output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)    # the umask applies
     try:
         writer = ChunkWriter(encoder, fd, settings, name=output)
         # Cuts are searched as chunks are handed out: encoding starts at once.

@@ -88,6 +88,11 @@ class Encoding:
         return self._ranks
 
     @property
+    def tokenizer(self) -> Tokenizer:
+        """The ``Tokenizer`` behind this encoding: bpe's own interface to the same vocabulary."""
+        return self._tokenizer
+
+    @property
     def n_vocab(self) -> int:
         return self.max_token_value + 1
 
@@ -291,13 +296,9 @@ class Encoding:
     def decode_with_offsets(self, tokens: Sequence[int]) -> tuple[str, list[int]]:
         """The text, and for each token the index of the first character that holds
         any of its bytes (a token that starts inside a character points at it)."""
-        pieces = self.decode_tokens_bytes(tokens)
-        offsets, characters = [], 0
-        for piece in pieces:
-            continuation = 0x80 <= piece[0] < 0xC0
-            offsets.append(max(0, characters - continuation))
-            characters += sum(1 for byte in piece if not 0x80 <= byte < 0xC0)
-        return b"".join(pieces).decode("utf-8", errors="strict"), offsets
+        for token in tokens:
+            self.decode_single_token_bytes(token)        # KeyError for an unknown id, as tiktoken
+        return self._tokenizer.decode_with_offsets(tokens)
 
     def decode_batch(self, batch: Sequence[Sequence[int]], *, errors: str = "replace",
                      num_threads: int = 8) -> list[str]:
@@ -331,7 +332,7 @@ class Encoding:
 
 #: tiktoken's encoding names -> the vocabularies shipped in bpe (r50k_base has the
 #: ranks of gpt2, under tiktoken's other name for them).
-SHIPPED = {"gpt2": "gpt2", "r50k_base": "gpt2", "cl100k_base": "cl100k_base", "o200k_base": "o200k_base"}
+SHIPPED = {"gpt2": "gpt2", "r50k_base": "r50k_base", "cl100k_base": "cl100k_base", "o200k_base": "o200k_base"}
 #: tiktoken's other encodings: their files are not shipped, and bpe never downloads.
 NOT_SHIPPED = ("p50k_base", "p50k_edit", "o200k_harmony")
 _ENCODINGS: dict[str, Encoding] = {}

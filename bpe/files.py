@@ -7,8 +7,8 @@ new one, never a half-written one.
 from __future__ import annotations
 
 import os
+import secrets
 import stat
-import tempfile
 from typing import Iterable, Union
 
 from bpe._scanner import first_invalid_utf8
@@ -98,11 +98,25 @@ def checked_utf8(raw, path: str, start: int, errors: str):
     raise CorpusDecodeError(path, start + bad, reason)
 
 
+def create_temporary(directory: str, prefix: str = ".tmp-", suffix: str = "") -> tuple[int, str]:
+    """A new file in ``directory`` under a fresh name, open for writing: ``(fd, path)``.
+
+    Unlike ``tempfile.mkstemp`` (mode 0600), its mode is what the user's umask
+    gives any new file: the file is renamed into place as an output.
+    """
+    while True:
+        path = os.path.join(directory, f"{prefix}{secrets.token_hex(6)}{suffix}")
+        try:
+            return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), path
+        except FileExistsError:
+            continue
+
+
 def atomic_write_text(path: str, text: str) -> None:
     """Write ``text`` under a temporary name and rename it to ``path`` once complete."""
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
+    fd, tmp = create_temporary(directory)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as file:
             file.write(text)

@@ -116,9 +116,10 @@ class _Lines:
 # --------------------------------------------------------------------------- own format
 
 def write_own(path: str, data: TokenizerData) -> str:
-    """Write ``data`` to ``path`` (a directory gets ``tokenizer.bpe`` inside); returns the path."""
+    """Write ``data`` to ``path``: a file if it ends in ``.bpe``, else a directory
+    (created if missing) with ``tokenizer.bpe`` inside. Returns the file's path."""
     path = os.fspath(path)
-    if os.path.isdir(path) or path.endswith(os.sep):
+    if not path.endswith(".bpe") or os.path.isdir(path):
         path = os.path.join(path, FILE_NAME)
     lines = [f"{FORMAT_NAME} {FORMAT_VERSION}",
              json.dumps({"pattern": data.pattern, "special_tokens": data.special_tokens},

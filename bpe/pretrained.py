@@ -21,8 +21,13 @@ PRETRAINED = {
 }
 
 
+#: tiktoken's other name for GPT-2's vocabulary.
+ALIASES = {"r50k_base": "gpt2"}
+
+
 def pretrained_data(name: str) -> TokenizerData:
     """The vocab, merges (None: recovered from the ranks), specials and pattern of ``name``."""
+    name = ALIASES.get(name, name)
     special_tokens, pattern = PRETRAINED[name]
     if name == "gpt2":
         vocab, merges = read_gpt2_files(os.path.join(DATA, "gpt2_encoder.json.gz"),

@@ -20,7 +20,7 @@ from bpe.formats import (TokenizerData, own_path, read_gpt2_files, read_own, rea
                          write_gpt2_files, write_huggingface, write_own, write_tiktoken)
 from bpe.patterns import (canonical_pattern, compile_pattern, find_safe_cut, native_pattern_id,
                           regex_pretokens)
-from bpe.pretrained import PRETRAINED, pretrained_data
+from bpe.pretrained import ALIASES, PRETRAINED, pretrained_data
 from bpe.specials import check_special_tokens, refuse_disallowed, special_policy, special_spans
 
 Pair = tuple[bytes, bytes]
@@ -204,8 +204,10 @@ class Tokenizer:
         return self.encoder.encode_strs([text], allowed)[0]
 
     def encode(self, text: str, *, allowed_special: Union[Literal["all"], AbstractSet[str]] = "all",
-               disallowed_special: Union[Literal["all"], Collection[str]] = ()) -> list[int]:
-        """The token ids of ``text``.
+               disallowed_special: Union[Literal["all"], Collection[str]] = (),
+               offsets: bool = False):
+        """The token ids of ``text``; with ``offsets``, ``(ids, offsets)``: where each
+        token starts in ``text`` (``decode_with_offsets``'s rule).
 
         Special tokens in ``allowed_special`` are recognised (longest first); a
         special token in ``disallowed_special`` found in the text raises
@@ -214,9 +216,12 @@ class Tokenizer:
         >>> import bpe
         >>> bpe.load("gpt2").encode("Hello world<|endoftext|>")
         [15496, 995, 50256]
+        >>> bpe.load("gpt2").encode("naïve", offsets=True)
+        ([2616, 38776], [0, 2])
         """
-        return self._to_list(self._encode_array(text, self._allowed(allowed_special,
-                                                                    disallowed_special, text)))
+        ids = self._to_list(self._encode_array(text, self._allowed(allowed_special,
+                                                                   disallowed_special, text)))
+        return (ids, self.decode_with_offsets(ids, errors="replace")[1]) if offsets else ids
 
     def encode_ordinary(self, text: str) -> list[int]:
         """The ids of ``text`` with special-token strings read as ordinary text."""
@@ -385,9 +390,36 @@ class Tokenizer:
         except KeyError as e:
             raise ValueError(f"token id {e.args[0]!r} is not in the vocab (n_vocab={self.n_vocab})") from None
 
-    def decode(self, ids: Iterable[int]) -> str:
-        """The text of ``ids``; bytes that are not valid UTF-8 become U+FFFD."""
-        return self.decode_bytes(ids).decode("utf-8", errors="replace")
+    def decode(self, ids: Iterable[int], errors: str = "replace") -> str:
+        """The text of ``ids``; bytes that are not valid UTF-8 become U+FFFD (``errors``
+        as in ``bytes.decode``)."""
+        return self.decode_bytes(ids).decode("utf-8", errors=errors)
+
+    def decode_batch(self, batch: Sequence[Iterable[int]], *, errors: str = "replace",
+                     num_threads: Optional[int] = None) -> list[str]:
+        """``decode`` of each sequence of ids."""
+        if (num_threads or 1) == 1 or len(batch) < 2:
+            return [self.decode(ids, errors) for ids in batch]
+        with ThreadPoolExecutor(max_workers=num_threads) as pool:
+            return list(pool.map(lambda ids: self.decode(ids, errors), batch))
+
+    def decode_with_offsets(self, ids: Sequence[int], errors: str = "strict") -> tuple[str, list[int]]:
+        """The text of ``ids`` and, for each token, the index of the first character
+        holding any of its bytes (a token that starts inside a character points at
+        that character). Invalid UTF-8 raises, as in tiktoken, unless ``errors``
+        says otherwise (offsets then count the bytes of replaced characters as
+        ``bytes.decode`` does not: use them with valid text)."""
+        vocab = self.vocab
+        try:
+            pieces = [vocab[token_id] for token_id in ids]
+        except KeyError as e:
+            raise ValueError(f"token id {e.args[0]!r} is not in the vocab (n_vocab={self.n_vocab})") from None
+        offsets, characters = [], 0
+        for piece in pieces:
+            continuation = 0x80 <= piece[0] < 0xC0
+            offsets.append(max(0, characters - continuation))
+            characters += sum(1 for byte in piece if not 0x80 <= byte < 0xC0)
+        return b"".join(pieces).decode("utf-8", errors=errors), offsets
 
     def __getstate__(self):
         state = self.__dict__.copy()
@@ -495,7 +527,8 @@ class Tokenizer:
         return write_huggingface(os.fspath(path), self._data())
 
     def save(self, path) -> str:
-        """Write this tokenizer in bpe's own format; a directory gets ``tokenizer.bpe``.
+        """Write this tokenizer in bpe's own format: to ``path`` if it ends in ``.bpe``,
+        else into the directory ``path`` (created if missing) as ``tokenizer.bpe``.
 
         Returns the path written. The file is complete or absent: it is written
         under a temporary name and renamed.
@@ -519,12 +552,13 @@ def _load_pretrained(name: str) -> Tokenizer:
 
 
 def load(name_or_path) -> Tokenizer:
-    """Load "gpt2", "cl100k_base" or "o200k_base" (shipped in the package, offline), or
-    a tokenizer saved with ``Tokenizer.save`` (a file or its directory)."""
-    if isinstance(name_or_path, str) and name_or_path in PRETRAINED:
-        return _load_pretrained(name_or_path)
+    """Load "gpt2" (or "r50k_base", its other name), "cl100k_base" or "o200k_base"
+    (shipped in the package, offline), or a tokenizer saved with ``Tokenizer.save``
+    (a file or its directory)."""
+    if isinstance(name_or_path, str) and (name_or_path in PRETRAINED or name_or_path in ALIASES):
+        return _load_pretrained(ALIASES.get(name_or_path, name_or_path))
     path = own_path(name_or_path)
     if not os.path.exists(path) and isinstance(name_or_path, str) and os.sep not in name_or_path:
         raise FileNotFoundError(f"no tokenizer {name_or_path!r}: not a built-in name "
-                                f"({', '.join(PRETRAINED)}) nor a tokenizer file or directory")
+                                f"({', '.join([*PRETRAINED, *ALIASES])}) nor a tokenizer file or directory")
     return Tokenizer.from_data(read_own(path), path)

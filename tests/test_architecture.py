@@ -19,7 +19,7 @@ LAYERS = [
     "models", "encoding",                                            # tiktoken's interface
     "trainer",                                                       # training
     "tokenizer",                                                     # the tokenizer
-    "encode_file", "chunk_writer", "counting", "token_array",        # whole corpora
+    "encode_file", "chunk_writer", "counting", "dataset", "token_array",   # whole corpora
     "encoder", "pretrained", "formats",                              # encoding, files
     "pure",                                                          # the oracle
     "chunking", "specials", "patterns", "files", "workers", "progress", "errors",   # rules, tools

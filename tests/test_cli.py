@@ -17,7 +17,7 @@ def run_bpe(*args, stdin=None, cwd=None):
 
 def test_train_encode_decode_count_inspect(tmp_path):
     result = run_bpe("train", "--vocab-size", "600", "--special-token", "<|endoftext|>",
-                     "-o", str(tmp_path / "tok"), "--quiet")
+                     "-o", str(tmp_path / "tok"))   # no progress bars: stderr is not a terminal
     assert result.returncode == 0, result.stderr
     assert "embedded default corpus" in result.stdout and "343 merges" in result.stdout
     tok = bpe.load(tmp_path / "tok")
@@ -26,7 +26,7 @@ def test_train_encode_decode_count_inspect(tmp_path):
     text_path = tmp_path / "in.txt"
     text_path.write_text("Hello there.<|endoftext|>General Kenobi!\n", encoding="utf-8")
     result = run_bpe("encode", str(text_path), SHAKESPEARE, "--tokenizer", str(tmp_path / "tok"),
-                     "-o", str(tmp_path / "out.bin"), "--workers", "2", "--quiet")
+                     "-o", str(tmp_path / "out.bin"), "--workers", "2")
     assert result.returncode == 0, result.stderr
     assert "2 file(s)" in result.stdout and "numpy.memmap" in result.stdout
     expected = tok.encode(text_path.read_text(encoding="utf-8")) + tok.encode(open(SHAKESPEARE).read())
