@@ -35,7 +35,10 @@ PATTERNS = {"gpt2": GPT2_PATTERN, "cl100k": CL100K_PATTERN, "o200k": O200K_PATTE
 #: tiktoken's own spelling of GPT-2's pattern (possessive, for its regex engine's
 #: speed): it matches exactly what GPT2_PATTERN matches, so it is the same built-in.
 TIKTOKEN_GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
-_EQUIVALENT_SOURCES = {TIKTOKEN_GPT2_PATTERN: "gpt2"}
+#: How bpe writes cl100k's pattern into tokenizer.json (Oniguruma reads "{1,3}+"
+#: otherwise; see formats.write_huggingface): the same matches, read back as cl100k.
+HUGGINGFACE_CL100K_PATTERN = CL100K_PATTERN.replace(r"\p{N}{1,3}+", r"\p{N}{1,3}")
+_EQUIVALENT_SOURCES = {TIKTOKEN_GPT2_PATTERN: "gpt2", HUGGINGFACE_CL100K_PATTERN: "cl100k"}
 _ALIASES = {"r50k_base": "gpt2", "cl100k_base": "cl100k", "o200k_base": "o200k"}
 _LOOKS_LIKE_A_NAME = regex.compile(r"[A-Za-z][A-Za-z0-9_]*")
 #: A custom pattern gets this long per call, plus SECONDS_PER_CHAR of its text,

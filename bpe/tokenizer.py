@@ -16,8 +16,9 @@ from bpe._lists import ids_to_list, ids_to_lists
 from bpe.encode_file import encode_file
 from bpe.encoder import Encoder
 from bpe.errors import TokenizerFileError
-from bpe.formats import (TokenizerData, own_path, read_gpt2_files, read_own, read_tiktoken_ranks,
-                         write_gpt2_files, write_huggingface, write_own, write_tiktoken)
+from bpe.formats import (FILE_NAME, HF_FILE_NAME, TokenizerData, huggingface_path, read_gpt2_files,
+                         read_huggingface, read_own, read_tiktoken_ranks, write_gpt2_files,
+                         write_huggingface, write_own, write_tiktoken)
 from bpe.patterns import (canonical_pattern, compile_pattern, find_safe_cut, native_pattern_id,
                           regex_pretokens)
 from bpe.pretrained import ALIASES, PRETRAINED, pretrained_data
@@ -486,6 +487,48 @@ class Tokenizer:
         return TokenizerData(self.vocab, self.merges, self.special_tokens, self.pattern)
 
     @classmethod
+    def from_huggingface(cls, path) -> "Tokenizer":
+        """Read a Hugging Face ``tokenizer.json`` (a file, or a directory holding one)
+        with a byte-level BPE model; what bpe cannot encode exactly is refused,
+        naming the field (see ``formats.read_huggingface``)."""
+        path = huggingface_path(path)
+        data, ignore_merges = read_huggingface(path)
+        try:
+            tokenizer = cls(data.vocab, data.merges, data.special_tokens, pattern=data.pattern)
+            tokenizer._check_merges_reproduced(all_tokens_merged=not ignore_merges)
+        except (ValueError, TypeError) as e:
+            raise TokenizerFileError(f"{path}: {e}") from None
+        tokenizer.source = tokenizer.encoder.source = path
+        return tokenizer
+
+    def _check_merges_reproduced(self, all_tokens_merged: bool) -> None:
+        """Refuse merges that encoding by rank would not replay: merge k must be the
+        split that the merges before it make of its token. Then a listed merge and
+        bpe's rule (any two tokens that join into the k-th merged token) agree, and
+        each merged token encodes to itself. With ``all_tokens_merged`` (a file that
+        does not map whole words straight to tokens), every token must be made by
+        a merge, or a word equal to it would encode differently."""
+        ranked = [self._ids_by_bytes[left + right] for left, right in self.merges]
+        if len(set(ranked)) != len(ranked):
+            raise ValueError("two merges make the same token")
+        encoder = Encoder.from_tokens(self._ids_by_bytes, ranked, self.pattern, self.special_tokens,
+                                      self.source)
+        parts, n_parts = encoder.split_ranked([self.vocab[token_id] for token_id in ranked])
+        for k, ((left, right), count) in enumerate(zip(parts.tolist(), n_parts.tolist())):
+            if count != 2 or (self.vocab[left], self.vocab[right]) != self.merges[k]:
+                raise ValueError(f"merge {k} {self.merges[k]!r}: the merges before it split "
+                                 f"{self.vocab[ranked[k]]!r} otherwise, so encoding by rank would not "
+                                 "replay it")
+        if all_tokens_merged:
+            special_ids = set(self.special_tokens.values())
+            made = set(ranked)
+            for token_id, token in sorted(self.vocab.items()):
+                if len(token) > 1 and token_id not in special_ids and token_id not in made:
+                    raise ValueError(f"token {token_id} {token!r} is made by no merge, and "
+                                     "ignore_merges is false: a word equal to it would not encode to it")
+        self._set_encoder(encoder)
+
+    @classmethod
     def from_files(cls, vocab_json, merges_txt, special_tokens=None, *,
                    pattern: Optional[str] = "gpt2") -> "Tokenizer":
         """Load GPT-2 style files: ``vocab.json``/``encoder.json`` and ``merges.txt``/``vocab.bpe``
@@ -522,9 +565,16 @@ class Tokenizer:
         """
         return write_tiktoken(os.fspath(path), self._data())
 
-    def to_huggingface(self, path) -> str:
-        """Write a Hugging Face ``tokenizer.json`` (a directory gets one inside)."""
-        return write_huggingface(os.fspath(path), self._data())
+    def to_huggingface(self, path, *, eos_token: Optional[str] = None, bos_token: Optional[str] = None,
+                       pad_token: Optional[str] = None) -> str:
+        """Write a Hugging Face ``tokenizer.json``: to ``path`` if it ends in ``.json``,
+        else into the directory ``path`` (created if missing), beside a
+        ``tokenizer_config.json`` and ``special_tokens_map.json`` so that
+        ``transformers.AutoTokenizer.from_pretrained(path)`` loads it, with
+        ``eos_token`` (default: the first special token) and the ``bos_token`` and
+        ``pad_token`` named. Returns the tokenizer.json's path."""
+        return write_huggingface(os.fspath(path), self._data(), eos_token=eos_token,
+                                 bos_token=bos_token, pad_token=pad_token)
 
     def save(self, path) -> str:
         """Write this tokenizer in bpe's own format: to ``path`` if it ends in ``.bpe``,
@@ -553,11 +603,24 @@ def _load_pretrained(name: str) -> Tokenizer:
 
 def load(name_or_path) -> Tokenizer:
     """Load "gpt2" (or "r50k_base", its other name), "cl100k_base" or "o200k_base"
-    (shipped in the package, offline), or a tokenizer saved with ``Tokenizer.save``
-    (a file or its directory)."""
+    (shipped in the package, offline), or a tokenizer from a file or directory:
+    bpe's own (``Tokenizer.save``), a Hugging Face ``tokenizer.json``, or GPT-2's
+    ``vocab.json`` with ``merges.txt``."""
     if isinstance(name_or_path, str) and (name_or_path in PRETRAINED or name_or_path in ALIASES):
         return _load_pretrained(ALIASES.get(name_or_path, name_or_path))
-    path = own_path(name_or_path)
+    path = os.fspath(name_or_path)
+    if os.path.isdir(path):
+        if os.path.exists(os.path.join(path, FILE_NAME)):
+            path = os.path.join(path, FILE_NAME)
+        elif os.path.exists(os.path.join(path, HF_FILE_NAME)):
+            return Tokenizer.from_huggingface(path)
+        elif all(os.path.exists(os.path.join(path, name)) for name in ("vocab.json", "merges.txt")):
+            return Tokenizer.from_files(os.path.join(path, "vocab.json"), os.path.join(path, "merges.txt"))
+        else:
+            raise FileNotFoundError(f"{path}: holds no tokenizer ({FILE_NAME}, {HF_FILE_NAME}, or "
+                                    "vocab.json with merges.txt)")
+    elif path.endswith(".json") and os.path.exists(path):
+        return Tokenizer.from_huggingface(path)
     if not os.path.exists(path) and isinstance(name_or_path, str) and os.sep not in name_or_path:
         raise FileNotFoundError(f"no tokenizer {name_or_path!r}: not a built-in name "
                                 f"({', '.join([*PRETRAINED, *ALIASES])}) nor a tokenizer file or directory")
