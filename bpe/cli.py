@@ -18,6 +18,7 @@ import warnings
 import bpe
 from bpe.errors import BpeError, CorpusDecodeError
 from bpe.files import checked_utf8, resolve_inputs
+from bpe.view import TokenView, color_wanted, render_terminal, write_html
 
 DEFAULT_CORPUS = os.path.join(os.path.dirname(__file__), "data", "tinyshakespeare.txt")
 
@@ -152,6 +153,26 @@ def _parse_prices(items) -> dict:
     return prices
 
 
+def cmd_show(args) -> None:
+    if os.path.isfile(args.text):
+        with open(args.text, "rb") as file:
+            raw = file.read()
+        if b"\x00" in raw[:8192]:
+            raise UserError(f"{args.text}: a binary file, not text")
+        text = bytes(checked_utf8(raw, args.text, 0, args.errors)).decode("utf-8")
+    else:
+        text = args.text
+    if args.max_chars < 1:
+        raise UserError(f"--max-chars {args.max_chars}: give a number of characters >= 1")
+    prices = _parse_prices(args.price)
+    names = [name.strip() for name in args.tokenizer.split(",") if name.strip()]
+    views = [TokenView.of(name, _load_tokenizer(name), text, args.max_chars) for name in names]
+    if args.html:
+        print(f"wrote {write_html(args.html, views, prices)}")
+        return
+    sys.stdout.write(render_terminal(views, color=color_wanted(sys.stdout), ids=args.ids, prices=prices))
+
+
 def cmd_inspect(args) -> None:
     tok = _load_tokenizer(args.tokenizer)
     longest = _longest_tokens(tok, args.top)
@@ -209,6 +230,18 @@ def build_parser() -> argparse.ArgumentParser:
                        help="add an estimated cost column (repeatable; no prices are built in)")
     _add_errors(count)
     count.set_defaults(run=cmd_count)
+
+    show = commands.add_parser("show", help="see how tokenizers cut a text, in colour or as a page")
+    show.add_argument("text", help="the text, or a file holding it")
+    show.add_argument("--tokenizer", required=True,
+                      help="comma-separated names, model names or paths, e.g. gpt2,gpt-4,gpt-4o")
+    show.add_argument("--ids", action="store_true", help="print the ids under the text")
+    show.add_argument("--max-chars", type=int, default=2000, help="show at most this many characters")
+    show.add_argument("--html", metavar="PAGE", help="write a self-contained page instead")
+    show.add_argument("--price", action="append", metavar="NAME=USD_PER_1M_TOKENS",
+                      help="add an estimated cost to the page's summary (repeatable)")
+    _add_errors(show)
+    show.set_defaults(run=cmd_show)
 
     inspect = commands.add_parser("inspect", help="describe a tokenizer")
     inspect.add_argument("tokenizer", help="gpt2, cl100k_base, o200k_base or a directory")

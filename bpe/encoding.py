@@ -220,21 +220,30 @@ class Encoding:
         ranks = self._mergeable_ranks
         for token in self._tokens_starting_with(sorted_tokens, unstable):
             completions.add((ranks[token],))
-        for split in range(1, len(unstable)):
-            prefix, suffix = unstable[:split], unstable[split:]
-            for token in self._tokens_starting_with(sorted_tokens, suffix):
-                possibility = prefix + token
-                try:
-                    encoded = self.encode_ordinary(possibility.decode("utf-8"))
-                except UnicodeDecodeError:
-                    encoded = self._tokenizer.encode_piece(possibility)
-                sequence, length = [], 0
-                for token_id in encoded:
-                    sequence.append(token_id)
-                    length += len(self._tokenizer.vocab[token_id])
-                    if length >= len(unstable):
-                        break
-                completions.add(tuple(sequence))
+        # Every other place a token could straddle the end: the bytes before it, then a
+        # token that starts with the rest. Possibilities are encoded in one batch
+        # (tens of thousands of tokens start with a space).
+        possibilities = [unstable[:split] + token for split in range(1, len(unstable))
+                         for token in self._tokens_starting_with(sorted_tokens, unstable[split:])]
+        texts, indices, encoded = [], [], [None] * len(possibilities)
+        for index, possibility in enumerate(possibilities):
+            try:
+                texts.append(possibility.decode("utf-8"))
+                indices.append(index)
+            except UnicodeDecodeError:
+                encoded[index] = self._tokenizer.encode_piece(possibility)
+        for index, ids_of_text in zip(indices, self._tokenizer.encode_batch(
+                texts, num_threads=1, allowed_special=set(), disallowed_special=())):
+            encoded[index] = ids_of_text
+        vocab = self._tokenizer.vocab
+        for sequence_ids in encoded:
+            sequence, length = [], 0
+            for token_id in sequence_ids:
+                sequence.append(token_id)
+                length += len(vocab[token_id])
+                if length >= len(unstable):
+                    break
+            completions.add(tuple(sequence))
         if len(unstable) > 1:
             last_char = _last_utf8_character(unstable)
             if last_char is not None and len(last_char) < len(unstable) \

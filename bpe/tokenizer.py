@@ -23,6 +23,7 @@ from bpe.patterns import (canonical_pattern, compile_pattern, find_safe_cut, nat
                           regex_pretokens)
 from bpe.pretrained import ALIASES, PRETRAINED, pretrained_data
 from bpe.specials import check_special_tokens, refuse_disallowed, special_policy, special_spans
+from bpe.view import TokenComparison, TokenView
 
 Pair = tuple[bytes, bytes]
 #: Ids must be dense: at most this many ids below the largest may be unused (the
@@ -370,6 +371,11 @@ class Tokenizer:
         if self._encoder is not None:
             self._encoder.clear_cache()
 
+    def show(self, text: str, *, name: str = "tokenizer", max_chars: Optional[int] = None) -> TokenComparison:
+        """The tokens of ``text``, to look at: ``print()`` it in a terminal (coloured
+        there), or leave it last in a notebook cell for the page view."""
+        return TokenComparison([TokenView.of(name, self, text, max_chars)])
+
     def token_id(self, token: bytes) -> Optional[int]:
         """The id of the ordinary token with these bytes, or None."""
         return self._ids_by_bytes.get(token)
@@ -432,6 +438,11 @@ class Tokenizer:
     def __setstate__(self, state):
         self.__dict__.update(state)
         self._encoder_lock = threading.Lock()
+
+    @property
+    def special_tokens_set(self) -> set[str]:
+        """The special tokens' names (tiktoken's name for them; its errors point here)."""
+        return set(self.special_tokens)
 
     @property
     def n_vocab(self) -> int:

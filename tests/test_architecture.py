@@ -21,7 +21,7 @@ LAYERS = [
     "tokenizer",                                                     # the tokenizer
     "encode_file", "chunk_writer", "counting", "dataset", "token_array",   # whole corpora
     "encoder", "pretrained", "formats",                              # encoding, files
-    "pure",                                                          # the oracle
+    "pure", "view",                                                  # the oracle, seeing tokens
     "chunking", "specials", "patterns", "files", "workers", "progress", "errors",   # rules, tools
     "_train", "_lists", "_encode", "_scanner", "unicode",            # kernels
     "_bytestable", "_pairmap", "_specials", "_utf8", "_checks", "_types", "_memory",  # kernel headers
