@@ -64,7 +64,8 @@ def _load_tokenizer(name_or_path: str):
     try:
         return bpe.load(name_or_path)
     except FileNotFoundError:
-        pass
+        if os.path.exists(name_or_path):
+            raise                   # a path that holds no tokenizer: its own message says so
     try:
         encoding_name = bpe.encoding_name_for_model(name_or_path)
     except KeyError:
