@@ -7,7 +7,8 @@ Code written for tiktoken runs with ``import bpe as tiktoken`` (``get_encoding``
 >>> bpe.pretokenize("Hello, world!")
 ['Hello', ',', ' world', '!']
 """
-from bpe.counting import PretokenCounts, count_pretokens
+from bpe.chunking import Chunk, plan_chunks
+from bpe.counting import PretokenCounts, count_chunks, count_pretokens
 from bpe.dataset import TokenDataset
 from bpe.encode_file import EncodeSummary
 from bpe.encoding import Encoding, get_encoding, list_encoding_names
@@ -19,6 +20,7 @@ from bpe.tokenizer import Tokenizer, load
 from bpe.trainer import train, train_from_counts, train_from_iterator
 
 __all__ = [
+    "Chunk",
     "Encoding",
     "PATTERNS",
     "BpeError",
@@ -30,6 +32,7 @@ __all__ = [
     "TokenDataset",
     "Tokenizer",
     "TokenizerFileError",
+    "count_chunks",
     "count_pretokens",
     "encoding_for_model",
     "encoding_name_for_model",
@@ -37,6 +40,7 @@ __all__ = [
     "list_encoding_names",
     "load",
     "open_tokens",
+    "plan_chunks",
     "read_document_index",
     "read_metadata",
     "pretokenize",

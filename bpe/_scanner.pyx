@@ -30,10 +30,11 @@ character (which then starts the next pre-token), and fails on a run of one;
 reaches the end. In o200k, ``P?U*W+`` backtracks: U* gives characters back until
 W+ can start, and the optional P is dropped if nothing matches with it.
 """
-from libc.stdint cimport int64_t, uint8_t, uint32_t
+from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
-from bpe._bytestable cimport OVERFLOW, BytesTable, bytestable_add, bytestable_free, bytestable_init
+from bpe._bytestable cimport (OVERFLOW, BytesTable, bytestable_add, bytestable_free, bytestable_init,
+                              hash_bytes)
 from bpe._checks cimport check_offsets
 from bpe._memory cimport mem_free
 from bpe._specials cimport Needles, find_spans, needles_free, needles_point_at
@@ -505,3 +506,18 @@ def first_invalid_utf8(const uint8_t[::1] data):
     with nogil:
         bad = c_first_invalid_utf8(&data[0], n)
     return bad
+
+
+def hash_pieces(const uint8_t[::1] data, const offset_t[::1] offsets):
+    """FNV-1a (64-bit) of each piece ``data[offsets[i]:offsets[i + 1]]``: the same on
+    every machine and Python version (unlike ``hash``), for bucketing pre-tokens."""
+    check_offsets(offsets, -1, data.shape[0], "pieces")
+    cdef Py_ssize_t n = offsets.shape[0] - 1 if offsets.shape[0] > 0 else 0
+    cdef Py_ssize_t i
+    out = np.empty(n, dtype=np.uint64)
+    cdef uint64_t[::1] hashes = out
+    cdef const uint8_t* s = &data[0] if data.shape[0] > 0 else NULL
+    with nogil:
+        for i in range(n):
+            hashes[i] = hash_bytes(s + offsets[i], offsets[i + 1] - offsets[i])
+    return out

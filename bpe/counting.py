@@ -15,8 +15,8 @@ from typing import Iterable, Mapping, Optional, Sequence, Union
 import numpy as np
 import regex
 
-from bpe._scanner import Interner
-from bpe.chunking import plan_chunks
+from bpe._scanner import Interner, hash_pieces
+from bpe.chunking import Chunk, plan_chunks
 from bpe.files import check_errors, check_regular_files, checked_utf8, create_temporary, resolve_inputs
 from bpe.patterns import canonical_pattern, compile_pattern, native_pattern_id, regex_pretokens
 from bpe.progress import progress_bar
@@ -116,6 +116,53 @@ class PretokenCounts:
                              f"{sorted(map(repr, patterns))}")
         return PretokenCounts(*interner.arrays(), patterns.pop() if patterns else pattern, copy=False)
 
+    def take(self, indices) -> "PretokenCounts":
+        """The pre-tokens at ``indices`` (in that order), with their counts."""
+        indices = np.asarray(indices, dtype=np.int64)
+        lengths = np.diff(self.offsets)[indices]
+        offsets = np.zeros(len(indices) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        # Byte k of the result comes from data[start of its piece + its place in it].
+        positions = np.repeat(self.offsets[indices] - offsets[:-1], lengths) + np.arange(offsets[-1])
+        return PretokenCounts(self.data[positions], offsets, self.counts[indices], self.pattern, copy=False)
+
+    def partition(self, n: int) -> list["PretokenCounts"]:
+        """``n`` buckets by a stable hash of each pre-token's bytes (FNV-1a): a
+        pre-token lands in the same bucket on every machine and Python version, so
+        counts made apart can be added up bucket by bucket, and no process ever
+        holds more than its buckets."""
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"n must be a positive int, got {n!r}")
+        buckets = hash_pieces(self.data, self.offsets) % np.uint64(n)
+        order = np.argsort(buckets, kind="stable")
+        bounds = np.searchsorted(buckets[order], np.arange(n + 1, dtype=np.uint64))
+        return [self.take(order[bounds[k]:bounds[k + 1]]) for k in range(n)]
+
+    @staticmethod
+    def concat(parts: Sequence["PretokenCounts"], pattern: Optional[str] = "gpt2") -> "PretokenCounts":
+        """Parts that share no pre-token (the buckets of ``partition``) as one; for
+        parts that may overlap, add them (``sum``)."""
+        parts = list(parts)
+        patterns = {part.pattern for part in parts}
+        if len(patterns) > 1:
+            raise ValueError(f"cannot join pre-token counts made with different patterns: "
+                             f"{sorted(map(repr, patterns))}")
+        if not parts:
+            return PretokenCounts.from_mapping({}, pattern)
+        shifts = np.cumsum([0] + [len(part.data) for part in parts[:-1]])
+        offsets = np.concatenate([parts[0].offsets[:1]] + [part.offsets[1:] + shift
+                                                            for part, shift in zip(parts, shifts)])
+        return PretokenCounts(np.concatenate([part.data for part in parts]), offsets,
+                              np.concatenate([part.counts for part in parts]), patterns.pop(), copy=False)
+
+    def prune(self, min_count: int) -> "PretokenCounts":
+        """Only the pre-tokens seen at least ``min_count`` times. Not exact: training
+        on pruned counts can learn other merges than on all of them (a rare
+        pre-token still adds to its pairs' counts); it trades that for memory."""
+        if isinstance(min_count, bool) or not isinstance(min_count, int) or min_count < 1:
+            raise ValueError(f"min_count must be a positive int, got {min_count!r}")
+        return self.take(np.flatnonzero(self.counts >= min_count))
+
     def __eq__(self, other) -> bool:
         if not isinstance(other, PretokenCounts):
             return NotImplemented
@@ -200,6 +247,20 @@ def _count_utf8(texts: Sequence[bytes], special_tokens: Sequence[str],
             start = special_end
         interner.count(data, native, start, len(data))
     return PretokenCounts(*interner.arrays(), pattern, copy=False)
+
+
+def count_chunks(chunks: Sequence[Chunk], special_tokens: Sequence[str] = (), *,
+                 pattern: Optional[str] = "gpt2", num_workers: int = 1,
+                 errors: str = "strict") -> PretokenCounts:
+    """The pre-token counts of byte ranges of files (``bpe.plan_chunks`` cuts them by
+    the rule ``train`` uses): the building block for counting a corpus anywhere,
+    one range per task. Counting all of a file's chunks equals counting the file."""
+    special_tokens = check_special_tokens(special_tokens)
+    pattern = canonical_pattern(pattern)
+    errors = check_errors(errors)
+    tasks = [(chunk, special_tokens, pattern, errors) for chunk in chunks]
+    parts = _map_counting(_count_chunk, tasks, min(resolve_workers(num_workers), max(len(tasks), 1)), pattern)
+    return PretokenCounts.sum(parts, pattern)
 
 
 def _count_chunk(task) -> PretokenCounts:

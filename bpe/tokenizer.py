@@ -429,15 +429,25 @@ class Tokenizer:
         return b"".join(pieces).decode("utf-8", errors=errors), offsets
 
     def __getstate__(self):
+        # The encoder goes along as its flat arrays (a megabyte or two), so an
+        # unpickled tokenizer encodes at once; and a process that unpickles the
+        # same tokenizer again (a worker given it with every task) reuses the
+        # encoder it built the first time (see _shared_encoder).
         state = self.__dict__.copy()
-        state["_encoder"] = None
+        state["_encoder"] = self.encoder.__getstate__()        # plain arrays: built on arrival
+        state["_fingerprint"] = self.fingerprint()
         state.pop("_id_objects", None)
         del state["_encoder_lock"]
         return state
 
     def __setstate__(self, state):
+        encoder_state = state.pop("_encoder")
+        fingerprint = state.pop("_fingerprint", None)
         self.__dict__.update(state)
         self._encoder_lock = threading.Lock()
+        self._encoder = None
+        if encoder_state is not None:
+            self._set_encoder(_shared_encoder(fingerprint, encoder_state))
 
     @property
     def special_tokens_set(self) -> set[str]:
@@ -605,6 +615,29 @@ class Tokenizer:
     def __repr__(self) -> str:
         return (f"Tokenizer(n_vocab={self.n_vocab}, merges={len(self.merges)}, "
                 f"special_tokens={len(self.special_tokens)}, pattern={self.pattern!r})")
+
+
+_ENCODERS: dict = {}          # fingerprint -> Encoder, the few this process unpickled last
+_ENCODERS_KEPT = 4
+_encoders_lock = threading.Lock()
+
+
+def _shared_encoder(fingerprint: Optional[str], encoder_state: dict) -> Encoder:
+    """The encoder this process already built for that fingerprint, or one built
+    now from ``encoder_state`` (what ``Encoder.__getstate__`` gives)."""
+    def build() -> Encoder:
+        encoder = Encoder.__new__(Encoder)
+        encoder.__setstate__(encoder_state)
+        return encoder
+
+    if fingerprint is None:
+        return build()
+    with _encoders_lock:
+        known = _ENCODERS.pop(fingerprint, None) or build()
+        _ENCODERS[fingerprint] = known                  # most recent last
+        while len(_ENCODERS) > _ENCODERS_KEPT:
+            _ENCODERS.pop(next(iter(_ENCODERS)))
+        return known
 
 
 @functools.lru_cache(maxsize=None)

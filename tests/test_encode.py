@@ -226,8 +226,9 @@ def test_clear_cache_makes_the_next_call_start_cold():
         ids = tok.encode(text)
         return ids, sum(session.cached_pieces for session in tok.encoder._idle_sessions)
 
-    def fresh():   # bpe.load shares one instance; a pickled copy builds its own Encoding
-        return pickle.loads(pickle.dumps(bpe.load("gpt2")))
+    def fresh():   # bpe.load shares one instance (and a pickled copy shares its encoder)
+        gpt2 = bpe.load("gpt2")
+        return bpe.Tokenizer(gpt2.vocab, gpt2.merges, gpt2.special_tokens, pattern=gpt2.pattern)
 
     fresh_ids, fresh_cached = cached_after(fresh(), second)
     tok = fresh()
