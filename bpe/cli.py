@@ -42,9 +42,16 @@ def cmd_train(args) -> None:
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        tok = bpe.train(files, args.vocab_size, args.special_token, pattern=args.pattern,
-                        min_frequency=args.min_frequency, num_workers=args.workers,
-                        errors=args.errors, progress=_show_progress(args))
+        if args.ray is not None:
+            from bpe import distributed
+
+            tok = distributed.train(files, args.vocab_size, args.special_token, pattern=args.pattern,
+                                    min_frequency=args.min_frequency, errors=args.errors,
+                                    address=args.ray or None, progress=_show_progress(args))
+        else:
+            tok = bpe.train(files, args.vocab_size, args.special_token, pattern=args.pattern,
+                            min_frequency=args.min_frequency, num_workers=args.workers,
+                            errors=args.errors, progress=_show_progress(args))
     seconds = time.perf_counter() - start
     path = tok.save(args.output)
     for warning in caught:
@@ -83,12 +90,47 @@ def _show_progress(args) -> bool:
 
 
 def cmd_encode(args) -> None:
+    if args.finalize:
+        if args.files or args.output or args.tokenizer:
+            raise UserError("--finalize OUT_DIR takes no files, --tokenizer or -o: it writes the manifest "
+                            "of shards already encoded")
+        manifest = bpe.finalize_shards(args.finalize)
+        if not args.quiet:
+            print(f"wrote {manifest}")
+        return
+    if not args.files or not args.output or not args.tokenizer:
+        raise UserError("give FILES, --tokenizer and -o (or --finalize OUT_DIR)")
     tok = _load_tokenizer(args.tokenizer)
-    summary = tok.encode_file(args.files, args.output, dtype=args.dtype, num_workers=args.workers,
-                              errors=args.errors, progress=_show_progress(args))
+    sharded = args.ray is not None or args.world_size > 1 or args.shard_mb is not None
+    if args.ray is not None:
+        from bpe import distributed
+
+        summary = distributed.encode(tok, args.files, args.output, shard_bytes=_shard_bytes(args),
+                                     dtype=args.dtype, errors=args.errors, address=args.ray or None,
+                                     progress=_show_progress(args))
+    elif sharded:
+        summary = bpe.encode_shards(tok, args.files, args.output, shard_bytes=_shard_bytes(args),
+                                    rank=args.rank, world_size=args.world_size, dtype=args.dtype,
+                                    num_workers=args.workers, errors=args.errors,
+                                    progress=_show_progress(args))
+    else:
+        summary = tok.encode_file(args.files, args.output, dtype=args.dtype, num_workers=args.workers,
+                                  errors=args.errors, progress=_show_progress(args))
     if not args.quiet:
         print(summary)
-        print(f"read with: numpy.memmap({summary.output!r}, dtype='{summary.dtype}', mode='r')")
+        if sharded:
+            print(f"read with: bpe.open_tokens({summary.directory!r})" if summary.manifest else
+                  f"then: bpe encode --finalize {summary.directory} (once every rank is done)")
+        else:
+            print(f"read with: numpy.memmap({summary.output!r}, dtype='{summary.dtype}', mode='r')")
+
+
+def _shard_bytes(args) -> int:
+    if args.shard_mb is None:
+        return bpe.shards.SHARD_BYTES
+    if args.shard_mb <= 0:
+        raise UserError(f"--shard-mb {args.shard_mb}: give a size > 0")
+    return int(args.shard_mb * 1e6)
 
 
 def cmd_decode(args) -> None:
@@ -202,13 +244,23 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--workers", type=int, default=None, help="workers (default: all cores)")
     train.add_argument("-o", "--output", required=True, help="directory (or .bpe file) to write")
     train.add_argument("--quiet", action="store_true", help="no progress bars and no summary")
+    train.add_argument("--ray", nargs="?", const="", metavar="ADDRESS", default=None,
+                       help="count on a Ray cluster (ADDRESS, or a local one); merge here")
     _add_errors(train)
     train.set_defaults(run=cmd_train)
 
     encode = commands.add_parser("encode", help="encode text files into a memory-mapped token array")
-    encode.add_argument("files", nargs="+", help="text files, or directories of *.txt files")
-    encode.add_argument("--tokenizer", required=True, help="gpt2, cl100k_base, o200k_base or a directory")
-    encode.add_argument("-o", "--output", required=True, help="the token array to write")
+    encode.add_argument("files", nargs="*", help="text files, or directories of *.txt files")
+    encode.add_argument("--tokenizer", help="a built-in or model name, or a tokenizer file or directory")
+    encode.add_argument("-o", "--output", help="the token array to write (a directory when sharded)")
+    encode.add_argument("--ray", nargs="?", const="", metavar="ADDRESS", default=None,
+                        help="encode shards on a Ray cluster (ADDRESS, or a local one) into -o DIR")
+    encode.add_argument("--shard-mb", type=float, default=None,
+                        help="write shards of about this many MB of input, and a manifest, into -o DIR")
+    encode.add_argument("--rank", type=int, default=0, help="this process's share of the shards ...")
+    encode.add_argument("--world-size", type=int, default=1, help="... of this many (a job array)")
+    encode.add_argument("--finalize", metavar="OUT_DIR",
+                        help="write the manifest of OUT_DIR once every rank's shards are there")
     encode.add_argument("--workers", type=int, default=None, help="threads (default: all cores)")
     encode.add_argument("--dtype", default=None, help="uint16 or uint32 (default: the smallest that fits)")
     encode.add_argument("--quiet", action="store_true", help="no progress bar and no summary")

@@ -14,16 +14,17 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import json
 import os
 import shutil
 import tempfile
 import time
-from typing import Optional
+from typing import Iterable, Optional, Sequence
 
 import numpy as np
 
 from bpe.chunk_writer import ChunkSettings, ChunkWriter
-from bpe.chunking import iter_chunks
+from bpe.chunking import Chunk, iter_chunks
 from bpe.errors import CorpusEncodeError
 from bpe.files import check_errors, check_regular_files, refuse_overwriting_inputs, resolve_inputs
 from bpe.progress import progress_bar
@@ -74,12 +75,60 @@ def encode_file(tokenizer, inputs, output, *, dtype=None, num_workers: Optional[
 
     ``num_workers``: threads (None: one per core, at most one per chunk).
     """
+    paths = resolve_inputs(inputs)
+    separator = separator_token(tokenizer, allowed_special)
+    sizes = [os.path.getsize(path) for path in paths]
+    # iter_chunks makes at most one chunk per chunk_size bytes of each file; cuts are
+    # searched as chunks are handed out, so encoding starts at once.
+    chunks = iter_chunks(paths, chunk_size, list(tokenizer.special_tokens), tokenizer.pattern,
+                         snap_token=separator or "")
+    return _write_array(tokenizer, paths, chunks, sum(-(-size // chunk_size) for size in sizes), output,
+                        dtype=dtype, num_workers=num_workers, allowed_special=allowed_special,
+                        errors=errors, progress=progress)
+
+
+def encode_chunks(tokenizer, chunks: Sequence[Chunk], output, *, dtype=None,
+                  num_workers: Optional[int] = None, allowed_special="all", errors: str = "strict",
+                  progress: bool = False) -> EncodeSummary:
+    """Encode byte ranges of files (``bpe.plan_chunks``, snapped to the separator
+    as ``encode_file`` snaps) into one token array: a shard. The shards of
+    consecutive ranges, read one after the other, are ``encode_file`` of the
+    files; the sidecar records the ranges and their fingerprint."""
+    chunks = list(chunks)
+    paths = list(dict.fromkeys(chunk.path for chunk in chunks))
+    return _write_array(tokenizer, paths, chunks, len(chunks), output, dtype=dtype,
+                        num_workers=num_workers, allowed_special=allowed_special, errors=errors,
+                        progress=progress)
+
+
+def separator_token(tokenizer, allowed_special) -> Optional[str]:
+    """The document separator: the first special token, if it is recognised."""
+    allowed, _ = special_policy(tokenizer.special_tokens, allowed_special, ())   # unknown names fail early
+    specials = list(tokenizer.special_tokens)
+    return specials[0] if specials and specials[0] in allowed else None
+
+
+def ranges_fingerprint(chunks: Sequence[Chunk]) -> str:
+    """sha256 of where each range is and of its file's size and modification time: a
+    re-run can tell, from the files' status alone, that a shard is still current."""
+    digest = hashlib.sha256()
+    statuses = {}
+    for chunk in chunks:
+        if chunk.path not in statuses:
+            status = os.stat(chunk.path)
+            statuses[chunk.path] = (status.st_size, status.st_mtime_ns)
+        digest.update(json.dumps([os.path.abspath(chunk.path), chunk.start, chunk.end,
+                                  *statuses[chunk.path]]).encode())
+    return digest.hexdigest()
+
+
+def _write_array(tokenizer, paths, chunks: Iterable[Chunk], max_chunks: int, output, *, dtype,
+                 num_workers, allowed_special, errors, progress) -> EncodeSummary:
     started = time.perf_counter()
     dtype = tokenizer.token_dtype(dtype)                 # a too-small dtype fails before any work
     if not dtype.isnative:
         raise ValueError(f"dtype {dtype.str} is not in this machine's byte order; token arrays hold "
                          f"native ids (pass {dtype.newbyteorder('=').name})")
-    paths = resolve_inputs(inputs)
     errors = check_errors(errors)
     num_workers = resolve_workers(num_workers)
     output = os.fspath(output)
@@ -87,9 +136,8 @@ def encode_file(tokenizer, inputs, output, *, dtype=None, num_workers: Optional[
         raise IsADirectoryError(f"{output}: is a directory; give the path of the token array to write")
     refuse_overwriting_inputs([output, metadata_path(output), index_path(output)], paths)
     statuses = check_regular_files(paths)
-    allowed, _ = special_policy(tokenizer.special_tokens, allowed_special, ())   # unknown names fail early
-    specials = list(tokenizer.special_tokens)
-    separator = specials[0] if specials and specials[0] in allowed else None
+    allowed, _ = special_policy(tokenizer.special_tokens, allowed_special, ())
+    separator = separator_token(tokenizer, allowed_special)
     separator_id = tokenizer.special_tokens[separator] if separator else None
     settings = ChunkSettings(dtype, allowed, errors, separator_id)
 
@@ -98,9 +146,11 @@ def encode_file(tokenizer, inputs, output, *, dtype=None, num_workers: Optional[
     with OutputLock(output):
         work = tempfile.mkdtemp(dir=directory, prefix=temporary_prefix(output))
         try:
+            tmp_output = os.path.join(work, "tokens.bin")
+            seen: list[Chunk] = []
             n_tokens, document_starts, digests, num_workers = _encode_into(
-                tokenizer, paths, output, os.path.join(work, "tokens.bin"), settings, specials,
-                separator, num_workers, chunk_size, progress)
+                tokenizer, (seen.append(chunk) or chunk for chunk in chunks), max_chunks, output,
+                tmp_output, settings, num_workers, progress, sum(status.st_size for status in statuses))
             _check_unchanged(paths, statuses)
             metadata = build_metadata(
                 dtype=dtype, n_tokens=n_tokens, n_documents=len(document_starts),
@@ -109,33 +159,28 @@ def encode_file(tokenizer, inputs, output, *, dtype=None, num_workers: Optional[
                 inputs=[{"path": os.path.abspath(path), "bytes": status.st_size}
                         for path, status in zip(paths, statuses)],
                 inputs_fingerprint=hashlib.sha256("".join(digests).encode()).hexdigest())
-            commit(output, work, os.path.join(work, "tokens.bin"), metadata, document_starts)
+            metadata["ranges_fingerprint"] = ranges_fingerprint(seen)
+            commit(output, work, tmp_output, metadata, document_starts)
         finally:
             shutil.rmtree(work, ignore_errors=True)
-    return EncodeSummary(files=paths, bytes_in=sum(status.st_size for status in statuses),
+    return EncodeSummary(files=paths, bytes_in=sum(chunk.n_bytes for chunk in seen),
                          tokens_out=n_tokens, documents=len(document_starts),
                          seconds=time.perf_counter() - started, output=output,
                          metadata=metadata_path(output), document_index=index_path(output),
                          dtype=dtype.name, workers=num_workers)
 
 
-def _encode_into(tokenizer, paths, output, tmp_output, settings, specials, separator, num_workers,
-                 chunk_size, progress):
+def _encode_into(tokenizer, chunks, max_chunks, output, tmp_output, settings, num_workers, progress,
+                 total_bytes):
     """Encode every chunk into ``tmp_output``; returns the token count, document
     starts, chunk digests and the number of workers that ran."""
-    sizes = [os.path.getsize(path) for path in paths]
-    # iter_chunks makes at most one chunk per chunk_size bytes of each file.
-    max_chunks = sum(-(-size // chunk_size) for size in sizes)
     num_workers = max(1, min(num_workers, max_chunks))
     encoder = tokenizer.encoder
     fd = os.open(tmp_output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)    # the umask applies
     try:
         writer = ChunkWriter(encoder, fd, settings, name=output)
-        # Cuts are searched as chunks are handed out: encoding starts at once.
-        chunks = enumerate(iter_chunks(paths, chunk_size, specials, tokenizer.pattern,
-                                       snap_token=separator or ""))
-        with progress_bar(progress, sum(sizes), "encoding", unit="B") as bar, \
-                contextlib.closing(map_ordered(lambda item: writer.encode(*item), chunks,
+        with progress_bar(progress, total_bytes, "encoding", unit="B") as bar, \
+                contextlib.closing(map_ordered(lambda item: writer.encode(*item), enumerate(chunks),
                                                num_workers)) as results:
             n_tokens, document_starts, digests = _collect(results, writer, bar)
     finally:
@@ -162,11 +207,9 @@ def _collect(results, writer: ChunkWriter, bar):
     n_tokens = 0
     document_starts = []
     digests = []
-    previous_path = None
     for (_, chunk), result in results:
-        if chunk.path != previous_path:            # a file's start is a document's start
+        if chunk.start == 0:                       # a file's start is a document's start
             document_starts.append(np.array([n_tokens], dtype=np.uint64))
-            previous_path = chunk.path
         writer.place(result, n_tokens)
         document_starts.append(result.document_starts + np.uint64(n_tokens))
         n_tokens += result.n_tokens

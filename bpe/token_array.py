@@ -222,10 +222,96 @@ def _check_array(output: str, metadata: dict) -> None:
                               "encode the corpus again")
 
 
-def open_tokens(output) -> np.memmap:
+MANIFEST_NAME = "manifest.json"
+MANIFEST_FORMAT = "bpe-token-shards"
+
+
+def manifest_path(path) -> Optional[str]:
+    """The manifest ``path`` names (a sharded output's directory, or the file), or None."""
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        return os.path.join(path, MANIFEST_NAME)
+    return path if os.path.basename(path) == MANIFEST_NAME else None
+
+
+def read_manifest(path) -> dict:
+    """The manifest of a sharded output, checked; errors name it."""
+    manifest = manifest_path(path)
+    if manifest is None or not os.path.exists(manifest):
+        raise FileNotFoundError(f"{manifest or path}: no such file (is {path} a finished sharded output? "
+                                "bpe encode --finalize writes the manifest)")
+    try:
+        with open(manifest, encoding="utf-8") as f:
+            document = json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
+        raise TokenArrayError(f"{manifest}: not a JSON manifest: {e}") from None
+    if not isinstance(document, dict) or document.get("format") != MANIFEST_FORMAT \
+            or not isinstance(document.get("shards"), list):
+        raise TokenArrayError(f"{manifest}: not a {MANIFEST_FORMAT} manifest")
+    return document
+
+
+class ShardedTokens:
+    """The shards of a sharded output read as one sequence of ids (each shard
+    memory-mapped and checked against its sidecar): ``len``, indexing by int,
+    slice or integer array, and ``np.asarray`` for all of it."""
+
+    ndim = 1
+
+    def __init__(self, directory: str, manifest: dict):
+        self.directory = directory
+        self.manifest = manifest
+        self.shards = [open_tokens(os.path.join(directory, shard["path"])) for shard in manifest["shards"]]
+        for shard, array in zip(manifest["shards"], self.shards):
+            if len(array) != shard["n_tokens"]:
+                raise TokenArrayError(f"{os.path.join(directory, shard['path'])}: {len(array)} tokens, "
+                                      f"the manifest says {shard['n_tokens']}")
+        self.dtype = np.dtype(manifest["dtype"])
+        self.starts = np.zeros(len(self.shards) + 1, dtype=np.int64)
+        np.cumsum([len(array) for array in self.shards], out=self.starts[1:])
+        self.shape = (int(self.starts[-1]),)
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __array__(self, dtype=None, copy=None):
+        whole = np.concatenate(self.shards) if self.shards else np.empty(0, self.dtype)
+        return whole.astype(dtype) if dtype is not None else whole
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return self._take(np.arange(len(self))[index])
+        if isinstance(index, (int, np.integer)):
+            position = index + len(self) if index < 0 else index
+            if not 0 <= position < len(self):
+                raise IndexError(f"index {index} is out of range for {len(self)} tokens")
+            return self._take(np.array([position]))[0]
+        return self._take(np.asarray(index, dtype=np.int64))
+
+    def _take(self, positions: np.ndarray) -> np.ndarray:
+        flat = positions.reshape(-1)
+        shard = np.searchsorted(self.starts, flat, side="right") - 1
+        out = np.empty(flat.shape, dtype=self.dtype)
+        for k in np.unique(shard):
+            where = shard == k
+            out[where] = self.shards[k][flat[where] - self.starts[k]]
+        return out.reshape(positions.shape)
+
+    def document_starts(self) -> np.ndarray:
+        """Where documents start, as token offsets into the whole sequence."""
+        parts = [read_document_index(os.path.join(self.directory, shard["path"])) + np.uint64(start)
+                 for shard, start in zip(self.manifest["shards"], self.starts[:-1])]
+        return np.concatenate(parts) if parts else np.empty(0, np.uint64)
+
+
+def open_tokens(output):
     """The token array written by ``encode_file``, memory-mapped read-only, after
-    checking that its sidecar describes it."""
+    checking that its sidecar describes it; for a sharded output (its directory or
+    its manifest), a ``ShardedTokens`` that reads the shards as one sequence."""
     output = os.fspath(output)
+    manifest = manifest_path(output)
+    if manifest is not None and (os.path.exists(manifest) or os.path.isdir(output)):
+        return ShardedTokens(os.path.dirname(manifest), read_manifest(output))
     metadata = read_metadata(output)
     _check_array(output, metadata)
     if metadata["n_tokens"] == 0:
@@ -234,8 +320,11 @@ def open_tokens(output) -> np.memmap:
 
 
 def read_document_index(output) -> np.ndarray:
-    """Where documents start in the token array, checked against its sidecar."""
+    """Where documents start in the token array (or sharded output), checked
+    against its sidecar."""
     output = os.fspath(output)
+    if manifest_path(output) is not None and os.path.exists(manifest_path(output)):
+        return open_tokens(output).document_starts()
     metadata = read_metadata(output)
     path = index_path(output)
     if not os.path.exists(path) or (metadata["version"] >= 3

@@ -15,10 +15,11 @@ DOCS = os.path.join(PACKAGE, os.pardir, "docs", "architecture.md")
 
 #: Top to bottom. Python and Cython alike; a .pyx and its .pxd are one module.
 LAYERS = [
-    "__main__", "cli", "__init__",                                   # front doors
+    "__main__", "cli", "distributed", "__init__",                    # front doors
     "models", "encoding",                                            # tiktoken's interface
     "trainer",                                                       # training
     "tokenizer",                                                     # the tokenizer
+    "shards",                                                        # sharded output
     "encode_file", "chunk_writer", "counting", "dataset", "token_array",   # whole corpora
     "encoder", "pretrained", "formats",                              # encoding, files
     "pure", "view",                                                  # the oracle, seeing tokens
