@@ -153,3 +153,19 @@ def test_without_ray_the_module_says_how_to_install_it():
     imported = subprocess.run([sys.executable, "-c", "import bpe, sys; print('ray' in sys.modules)"],
                               capture_output=True, text=True, timeout=60)
     assert imported.stdout.strip() == "False"                                  # import bpe never imports ray
+
+
+def test_the_command_line_on_ray(corpora, tmp_path):
+    pytest.importorskip("ray")
+    trained = subprocess.run([sys.executable, "-m", "bpe", "train", *corpora, "--vocab-size", "400",
+                              "--special-token", EOT, "-o", str(tmp_path / "tok"), "--ray", "--quiet"],
+                             capture_output=True, text=True, timeout=300)
+    assert trained.returncode == 0, trained.stderr[-2000:]
+    assert bpe.load(tmp_path / "tok").merges == bpe.train(corpora, 400, [EOT], num_workers=1).merges
+    encoded = subprocess.run([sys.executable, "-m", "bpe", "encode", *corpora, "--tokenizer", str(tmp_path / "tok"),
+                              "-o", str(tmp_path / "shards"), "--ray", "--shard-mb", "0.3"],
+                             capture_output=True, text=True, timeout=300)
+    assert encoded.returncode == 0, encoded.stderr[-2000:]
+    assert "read with: bpe.open_tokens(" in encoded.stdout
+    single = bpe.load(tmp_path / "tok").encode_file(corpora, tmp_path / "one.bin")
+    assert np.array_equal(np.asarray(bpe.open_tokens(tmp_path / "shards")), bpe.open_tokens(single.output))
