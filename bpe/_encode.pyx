@@ -24,9 +24,9 @@ from libc.string cimport memcpy
 
 import numpy as np
 
-from bpe._bytestable cimport (FNV_OFFSET, FNV_PRIME, BytesTable, bytestable_add, bytestable_clear,
-                              bytestable_find, bytestable_free, bytestable_init, bytestable_slot,
-                              slot_entry)
+from bpe._bytestable cimport (FNV_OFFSET, FNV_PRIME, BytesTable, bytestable_add, bytestable_add_hashed,
+                              bytestable_clear, bytestable_find, bytestable_free, bytestable_init,
+                              bytestable_slot, hash_bytes, slot_entry)
 from bpe._checks cimport check_ids, check_offsets
 from bpe._memory cimport grow, mem_alloc, mem_free, reserve_fresh
 from bpe._pairmap cimport PairMap, pairmap_free, pairmap_get, pairmap_init, pairmap_set
@@ -342,6 +342,7 @@ cdef class EncodeKernel:
     cdef int _encode_piece(self, Scratch* s, const uint8_t* piece, int64_t n) noexcept nogil:
         """Append the ids of one pre-token to ``s.out``. -1 when out of memory."""
         cdef int64_t entry, value, offset, count, before
+        cdef uint64_t h
         if n == 0:
             return 0
         if ids_reserve(&s.out, 1) < 0:
@@ -350,13 +351,15 @@ cdef class EncodeKernel:
             s.out.data[s.out.size] = <out_id_t>self.byte_ids[piece[0]]
             s.out.size += 1
             return 0
-        entry = bytestable_find(&self.tokens, piece, n)
+        # One hash for both tables: the token table, then this session's cache.
+        h = hash_bytes(piece, n)
+        entry = slot_entry(self.tokens.slots[bytestable_slot(&self.tokens, piece, n, h)])
         if entry >= 0:
             s.out.data[s.out.size] = <out_id_t>self.tokens.values[entry]
             s.out.size += 1
             return 0
         if n <= CACHE_MAX_PIECE_BYTES:
-            entry = bytestable_find(&s.cache, piece, n)
+            entry = slot_entry(s.cache.slots[bytestable_slot(&s.cache, piece, n, h)])
             if entry >= 0:
                 value = s.cache.values[entry]
                 offset = value >> 16
@@ -377,7 +380,7 @@ cdef class EncodeKernel:
             if ids_reserve(&s.cached, count) < 0:
                 return -1
             memcpy(s.cached.data + s.cached.size, s.out.data + before, count * sizeof(out_id_t))
-            if bytestable_add(&s.cache, piece, n, (s.cached.size << 16) | count, False) < 0:
+            if bytestable_add_hashed(&s.cache, piece, n, h, (s.cached.size << 16) | count, False) < 0:
                 return -1
             s.cached.size += count
         return 0
