@@ -54,10 +54,21 @@ cdef inline uint64_t hash_bytes(const uint8_t* s, Py_ssize_t n) noexcept nogil:
 
 cdef inline int bytestable_init(BytesTable* t) noexcept nogil:
     """An empty table. -1 when out of memory (then ``bytestable_free`` it)."""
+    return bytestable_init_sized(t, 1 << 11, 1 << 14)
+
+
+cdef inline int bytestable_init_sized(BytesTable* t, int64_t entries, int64_t data_bytes) noexcept nogil:
+    """An empty table with room for ``entries`` keys of ``data_bytes`` in all before
+    it grows (growing rehashes every key: a table whose size is known is sized
+    once). -1 when out of memory (then ``bytestable_free`` it)."""
     cdef int64_t i
-    t.mask = (1 << 12) - 1
-    t.entry_capacity = 1 << 11
-    t.data_capacity = 1 << 14
+    cdef int64_t slots = 1 << 12
+    entries = max(entries, 16)
+    while slots < 2 * entries:            # the load factor stays at most 1/2
+        slots *= 2
+    t.mask = slots - 1
+    t.entry_capacity = entries
+    t.data_capacity = max(data_bytes, 16)
     t.data_size = 0
     t.n_entries = 0
     t.slots = <uint64_t*>mem_alloc((t.mask + 1) * sizeof(uint64_t))

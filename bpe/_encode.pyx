@@ -25,7 +25,7 @@ from libc.string cimport memcpy
 import numpy as np
 
 from bpe._bytestable cimport (FNV_OFFSET, FNV_PRIME, BytesTable, bytestable_add, bytestable_add_hashed,
-                              bytestable_clear, bytestable_find, bytestable_free, bytestable_init,
+                              bytestable_clear, bytestable_find, bytestable_free, bytestable_init_sized,
                               bytestable_slot, hash_bytes, slot_entry)
 from bpe._checks cimport check_ids, check_offsets
 from bpe._memory cimport grow, mem_alloc, mem_free, reserve_fresh
@@ -104,7 +104,9 @@ cdef int scratch_init(Scratch* s) noexcept nogil:
     s.part_next = s.part_prev = NULL
     s.heap = NULL
     s.token_capacity = s.next_capacity = s.prev_capacity = s.heap_capacity = 0
-    return bytestable_init(&s.cache)
+    # Sized for a busy cache from the start: growing from small rehashes every key
+    # several times over in each cold call.
+    return bytestable_init_sized(&s.cache, 1 << 15, 1 << 18)
 
 
 cdef void scratch_free(Scratch* s) noexcept nogil:
@@ -228,7 +230,8 @@ cdef class EncodeKernel:
         cdef uint64_t prefix_hash
         cdef const uint8_t* data = &token_data[0] if token_data.shape[0] > 0 else NULL
         # The tables are built first: __dealloc__ frees whatever was allocated.
-        if bytestable_init(&self.tokens) < 0 or pairmap_init(&self.pairs, 4 * ranked_ids.shape[0]) < 0:
+        if (bytestable_init_sized(&self.tokens, n_tokens, token_data.shape[0]) < 0
+                or pairmap_init(&self.pairs, 4 * ranked_ids.shape[0]) < 0):
             raise MemoryError()
         if byte_ids.shape[0] != 256:
             raise ValueError(f"byte_ids has {byte_ids.shape[0]} entries, not 256")
