@@ -43,6 +43,8 @@ cdef extern from "Python.h":
 
 cdef enum:
     MAX_TOKEN_ID = 0x7FFFFFFE           # ids are token_t (int32) inside the kernel
+    SHORT_PIECE = 32                    # pre-tokens up to this long merge without a heap
+    NO_RANK = 0x7FFFFFFF                # a pair that does not merge
     CACHE_MAX_PIECE_BYTES = 256      # longer pre-tokens are rare; not worth caching
     CACHE_MAX_ENTRIES = 1 << 18      # then the cache starts afresh: memory stays bounded
     WHOLE_SEGMENT = -1               # "pattern" id: no pre-tokenization
@@ -290,6 +292,48 @@ cdef class EncodeKernel:
     cdef inline int32_t _rank(self, token_t left, token_t right) noexcept nogil:
         return pairmap_get(&self.pairs, pack_pair(left, right))
 
+    cdef int _merge_short(self, const uint8_t* piece, int64_t n, int32_t max_rank,
+                          Ids* out) noexcept nogil:
+        """``_merge`` for a pre-token of at most SHORT_PIECE bytes: the same rule (the
+        lowest rank merges first, the leftmost among equals), found by scanning a
+        small array of pair ranks instead of keeping a heap, whose upkeep costs
+        more than the scan at these lengths."""
+        cdef token_t token[SHORT_PIECE]
+        cdef int32_t pair_rank[SHORT_PIECE]
+        cdef int64_t m = n, i, at
+        cdef int32_t rank, best
+        for i in range(n):
+            token[i] = self.byte_ids[piece[i]]
+        for i in range(n - 1):
+            rank = self._rank(token[i], token[i + 1])
+            pair_rank[i] = rank if 0 <= rank < max_rank else NO_RANK
+        while m > 1:
+            best = NO_RANK
+            at = -1
+            for i in range(m - 1):
+                if pair_rank[i] < best:          # strictly lower: the leftmost wins ties
+                    best = pair_rank[i]
+                    at = i
+            if at < 0:
+                break
+            token[at] = self.merged_id[best]
+            for i in range(at + 1, m - 1):       # close the gap left by token[at + 1]
+                token[i] = token[i + 1]
+                pair_rank[i] = pair_rank[i + 1]
+            m -= 1
+            if at + 1 < m:
+                rank = self._rank(token[at], token[at + 1])
+                pair_rank[at] = rank if 0 <= rank < max_rank else NO_RANK
+            if at > 0:
+                rank = self._rank(token[at - 1], token[at])
+                pair_rank[at - 1] = rank if 0 <= rank < max_rank else NO_RANK
+        if ids_reserve(out, m) < 0:
+            return -1
+        for i in range(m):
+            out.data[out.size + i] = <out_id_t>token[i]
+        out.size += m
+        return 0
+
     cdef int _merge(self, Scratch* s, const uint8_t* piece, int64_t n, int32_t max_rank,
                     Ids* out) noexcept nogil:
         """Append the ids of ``piece`` (n >= 2 bytes) to ``out``. -1 when out of memory."""
@@ -299,6 +343,8 @@ cdef class EncodeKernel:
         cdef token_t* token
         cdef int32_t* next_part
         cdef int32_t* prev_part
+        if n <= SHORT_PIECE:
+            return self._merge_short(piece, n, max_rank, out)
         if scratch_reserve(s, n) < 0:
             return -1
         token = s.part_token

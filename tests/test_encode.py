@@ -384,3 +384,26 @@ def test_lists_hold_one_reference_per_id():
     assert lists[0] == tok.encode(texts[0])
     del lists
     assert [sys.getrefcount(tok._id_objects[i]) for i in watched] == before
+
+
+_piece_tokenizer = []
+
+
+def piece_tokenizer():
+    if not _piece_tokenizer:
+        text = random_corpus(31, n_words=4000, unicode=False).replace(" ", "")   # long runs, many merges
+        _piece_tokenizer.append(bpe.train_from_iterator([text], 256 + 400, pattern=None, num_workers=1))
+    return _piece_tokenizer[0]
+
+
+@settings(max_examples=300, deadline=None)
+@given(piece=st.text(alphabet="abc12!.'s", min_size=1, max_size=80).map(str.encode))
+def test_short_and_long_pieces_merge_by_the_same_rule(piece):
+    # Pieces of up to 32 bytes merge by a linear scan, longer ones with a heap:
+    # lengths on both sides of the threshold, against bpe.pure.
+    tok = piece_tokenizer()
+    ranks = {left + right: rank for rank, (left, right) in enumerate(tok.merges)}
+    expected = [tok.token_id(part) for part in pure.encode_piece(piece, ranks)]
+    assert tok.encode_piece(piece) == expected
+    tok.clear_cache()
+    assert tok.encode_piece(piece * 3) == [tok.token_id(p) for p in pure.encode_piece(piece * 3, ranks)]
