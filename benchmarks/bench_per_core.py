@@ -24,6 +24,9 @@ import numpy as np
 
 import bpe
 
+sys.path.insert(0, os.path.dirname(__file__))
+from _measure import read_sample  # noqa: E402
+
 DATA = os.path.join(os.path.dirname(bpe.__file__), "data")
 
 
@@ -48,10 +51,7 @@ def main() -> None:
     parser.add_argument("--mb", type=float, default=10)
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
-    with open(args.corpus, encoding="utf-8") as f:
-        text = f.read(int(args.mb * 1e6))
-    documents = text.split("<|endoftext|>")
-    mb = len(text.encode("utf-8")) / 1e6
+    _, documents, mb = read_sample(args.corpus, args.mb)
     print(f"{os.path.basename(args.corpus)}: {mb:.1f} MB, {len(documents)} documents, 1 thread, "
           f"best of {args.rounds} rounds, MB/s")
     for name in ("gpt2", "cl100k_base", "o200k_base"):

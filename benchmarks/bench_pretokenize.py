@@ -16,7 +16,7 @@ from collections import Counter
 
 import regex
 
-from bpe import _scanner, unicode
+from bpe import _scanner
 from bpe.patterns import PATTERNS
 
 sys.path.insert(0, os.path.dirname(__file__))

@@ -18,6 +18,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 import bpe  # noqa: E402
 from tiktoken_reference import get_encoding  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(__file__))
+from _measure import read_sample  # noqa: E402
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -26,10 +29,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
-    with open(args.corpus, encoding="utf-8") as f:
-        text = f.read(int(args.mb * 1e6))
-    documents = text.split("<|endoftext|>")
-    mb = len(text.encode("utf-8")) / 1e6
+    text, documents, mb = read_sample(args.corpus, args.mb)
     print(f"{os.path.basename(args.corpus)}: {mb:.1f} MB, {len(documents)} documents; MB/s best / median "
           f"of {args.rounds} rounds; batch on {args.threads} threads")
     for name in ("gpt2", "cl100k_base", "o200k_base"):

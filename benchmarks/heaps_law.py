@@ -28,7 +28,7 @@ def main() -> None:
     parser.add_argument("--json", help="append the points and the fit to this JSON-lines file")
     args = parser.parse_args()
     chunks = bpe.plan_chunks([args.corpus], 4 << 20, [SPECIAL], "gpt2")
-    points, counted, total, size, target = [], bpe.PretokenCounts.from_mapping({}), 0, 0, args.start_mb * 1e6
+    points, counted, size, target = [], bpe.PretokenCounts.from_mapping({}), 0, args.start_mb * 1e6
     index = 0
     while index < len(chunks) and size <= args.max_mb * 1e6:
         group = []

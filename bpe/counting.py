@@ -250,17 +250,23 @@ def _count_utf8(texts: Sequence[bytes], special_tokens: Sequence[str],
 
 
 def count_chunks(chunks: Sequence[Chunk], special_tokens: Sequence[str] = (), *,
-                 pattern: Optional[str] = "gpt2", num_workers: int = 1,
-                 errors: str = "strict") -> PretokenCounts:
+                 pattern: Optional[str] = "gpt2", num_workers: Optional[int] = 1,
+                 errors: str = "strict", progress: bool = False) -> PretokenCounts:
     """The pre-token counts of byte ranges of files (``bpe.plan_chunks`` cuts them by
     the rule ``train`` uses): the building block for counting a corpus anywhere,
     one range per task. Counting all of a file's chunks equals counting the file."""
     special_tokens = check_special_tokens(special_tokens)
     pattern = canonical_pattern(pattern)
     errors = check_errors(errors)
+    chunks = list(chunks)
     tasks = [(chunk, special_tokens, pattern, errors) for chunk in chunks]
-    parts = _map_counting(_count_chunk, tasks, min(resolve_workers(num_workers), max(len(tasks), 1)), pattern)
-    return PretokenCounts.sum(parts, pattern)
+    num_workers = min(resolve_workers(num_workers), max(len(tasks), 1))
+    with progress_bar(progress, sum(chunk.n_bytes for chunk in chunks), "pre-tokenizing", unit="B") as bar:
+        def counted():
+            for chunk, part in zip(chunks, _map_counting(_count_chunk, tasks, num_workers, pattern)):
+                bar.update(chunk.n_bytes)
+                yield part
+        return PretokenCounts.sum(counted(), pattern)
 
 
 def _count_chunk(task) -> PretokenCounts:
@@ -323,20 +329,12 @@ def count_pretokens(
     check_regular_files(paths)
     special_tokens = check_special_tokens(special_tokens)
     pattern = canonical_pattern(pattern)
-    errors = check_errors(errors)
+    check_errors(errors)
     num_workers = resolve_workers(num_workers)
-    total_bytes = sum(os.path.getsize(path) for path in paths)
     if chunk_size is None:
-        chunk_size = default_chunk_size(total_bytes, num_workers)
-    chunks = plan_chunks(paths, chunk_size, special_tokens, pattern)
-    tasks = [(chunk, special_tokens, pattern, errors) for chunk in chunks]
-    with progress_bar(progress, total_bytes, "pre-tokenizing", unit="B") as bar:
-        def counted():
-            parts = _map_counting(_count_chunk, tasks, min(num_workers, max(len(tasks), 1)), pattern)
-            for chunk, part in zip(chunks, parts):
-                bar.update(chunk.n_bytes)
-                yield part
-        return PretokenCounts.sum(counted(), pattern)
+        chunk_size = default_chunk_size(sum(os.path.getsize(path) for path in paths), num_workers)
+    return count_chunks(plan_chunks(paths, chunk_size, special_tokens, pattern), special_tokens,
+                        pattern=pattern, num_workers=num_workers, errors=errors, progress=progress)
 
 
 def count_pretokens_from_iterator(

@@ -9,7 +9,7 @@ every nanoGPT-style training script writes by hand.
 """
 from __future__ import annotations
 
-from typing import Optional, Union
+from typing import Optional
 
 import numpy as np
 

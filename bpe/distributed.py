@@ -18,6 +18,7 @@ connects to ``address`` if given, else starts a local one.
 from __future__ import annotations
 
 import os
+import time
 from typing import Optional, Sequence
 
 try:
@@ -79,15 +80,17 @@ def _encode_task(tokenizer, chunks, output, dtype, allowed_special, errors):
 
 
 def _wait_all(refs_and_sizes, bar):
-    """``ray.get`` of every ref, advancing ``bar`` by each task's bytes as it finishes."""
+    """``ray.get`` of every ref, in order, advancing ``bar`` by each task's bytes as
+    it finishes; a task's error is raised as soon as it is seen."""
     sizes = dict(refs_and_sizes)
+    results = {}
     pending = list(sizes)
     while pending:
         done, pending = ray.wait(pending, num_returns=1)
         for ref in done:
-            ray.get(ref)                 # raise a task's error here, at once
+            results[ref] = ray.get(ref)
             bar.update(sizes[ref])
-    return [ray.get(ref) for ref, _ in refs_and_sizes]
+    return [results[ref] for ref, _ in refs_and_sizes]
 
 
 def count(inputs, special_tokens: Sequence[str] = (), *, pattern: Optional[str] = "gpt2",
@@ -133,8 +136,6 @@ def encode(tokenizer, inputs, directory, *, shard_bytes: int = SHARD_BYTES, dtyp
            address: Optional[str] = None, progress: bool = False) -> ShardsSummary:
     """``bpe.encode_shards`` on a Ray cluster: one task per shard not yet current,
     then the manifest. ``directory`` must be on storage every node sees."""
-    import time
-
     started = time.perf_counter()
     _connect(address)
     directory = os.path.abspath(os.fspath(directory))

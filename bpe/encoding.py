@@ -110,14 +110,19 @@ class Encoding:
 
     # ------------------------------------------------------------------ encoding
 
-    def _policy(self, text: str, allowed_special, disallowed_special) -> list[str]:
-        """The special tokens to recognise, after refusing text with a disallowed one.
-        Names in ``allowed_special`` that are not special tokens are ignored, as tiktoken does."""
+    def _special_sets(self, allowed_special, disallowed_special) -> tuple[list[str], Collection[str]]:
+        """The special tokens to recognise and the texts to refuse, by tiktoken's rule:
+        names in ``allowed_special`` that are not special tokens are ignored."""
         allowed = self.special_tokens_set if allowed_special == "all" else set(allowed_special)
         if disallowed_special == "all":
             disallowed_special = self.special_tokens_set - allowed
-        refuse_disallowed(disallowed_special, text)
-        return sorted(allowed & self.special_tokens_set)
+        return sorted(allowed & self.special_tokens_set), disallowed_special
+
+    def _policy(self, text: str, allowed_special, disallowed_special) -> list[str]:
+        """The special tokens to recognise, after refusing text with a disallowed one."""
+        allowed, disallowed = self._special_sets(allowed_special, disallowed_special)
+        refuse_disallowed(disallowed, text)
+        return allowed
 
     def encode_ordinary(self, text: str) -> list[int]:
         return self._tokenizer.encode_ordinary(text)
@@ -140,13 +145,10 @@ class Encoding:
     def encode_batch(self, text: list[str], *, num_threads: int = 8,
                      allowed_special: SpecialSet = set(),  # noqa: B006
                      disallowed_special: Union[Literal["all"], Collection[str]] = "all") -> list[list[int]]:
-        allowed = self.special_tokens_set if allowed_special == "all" else set(allowed_special)
-        if disallowed_special == "all":
-            disallowed_special = self.special_tokens_set - allowed
+        allowed, disallowed = self._special_sets(allowed_special, disallowed_special)
         for item in text:
-            refuse_disallowed(disallowed_special, item)
-        return self._tokenizer.encode_batch(text, num_threads=num_threads,
-                                            allowed_special=allowed & self.special_tokens_set,
+            refuse_disallowed(disallowed, item)
+        return self._tokenizer.encode_batch(text, num_threads=num_threads, allowed_special=set(allowed),
                                             disallowed_special=())
 
     def encode_single_token(self, text_or_bytes: Union[str, bytes]) -> int:

@@ -23,6 +23,7 @@ import fcntl
 import hashlib
 import json
 import os
+from typing import Optional
 import shutil
 
 import numpy as np
@@ -279,8 +280,8 @@ class ShardedTokens:
         return whole.astype(dtype) if dtype is not None else whole
 
     def __getitem__(self, index):
-        if isinstance(index, slice):
-            return self._take(np.arange(len(self))[index])
+        if isinstance(index, slice):          # positions of the slice only, not of the whole
+            return self._take(np.arange(*index.indices(len(self)), dtype=np.int64))
         if isinstance(index, (int, np.integer)):
             position = index + len(self) if index < 0 else index
             if not 0 <= position < len(self):

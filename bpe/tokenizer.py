@@ -158,9 +158,7 @@ class Tokenizer:
         ranked = [token_id for token_id, token in sorted(self.vocab.items())
                   if token_id not in special_ids and len(token) > 1
                   and self._ids_by_bytes.get(token) == token_id]
-        encoder = Encoder.from_tokens(self._ids_by_bytes, ranked, self.pattern, self.special_tokens,
-                                      self.source)
-        parts, n_parts = encoder.split_ranked([self.vocab[token_id] for token_id in ranked])
+        encoder, parts, n_parts = self._split_in_rank_order(ranked)
         bad = np.flatnonzero(n_parts != 2)
         if len(bad):
             token_id = ranked[bad[0]]
@@ -168,6 +166,14 @@ class Tokenizer:
                              f"two earlier tokens (it splits into {n_parts[bad[0]]})")
         vocab = self.vocab
         return [(vocab[left], vocab[right]) for left, right in parts.tolist()], encoder
+
+    def _split_in_rank_order(self, ranked: list[int]) -> tuple[Encoder, np.ndarray, np.ndarray]:
+        """An encoder whose merged tokens are ``ranked`` (rank 0 first), and each of
+        those tokens split by only the ranks before it (``Encoder.split_ranked``)."""
+        encoder = Encoder.from_tokens(self._ids_by_bytes, ranked, self.pattern, self.special_tokens,
+                                      self.source)
+        parts, n_parts = encoder.split_ranked([self.vocab[token_id] for token_id in ranked])
+        return encoder, parts, n_parts
 
     @property
     def encoder(self) -> Encoder:
@@ -532,9 +538,7 @@ class Tokenizer:
         ranked = [self._ids_by_bytes[left + right] for left, right in self.merges]
         if len(set(ranked)) != len(ranked):
             raise ValueError("two merges make the same token")
-        encoder = Encoder.from_tokens(self._ids_by_bytes, ranked, self.pattern, self.special_tokens,
-                                      self.source)
-        parts, n_parts = encoder.split_ranked([self.vocab[token_id] for token_id in ranked])
+        encoder, parts, n_parts = self._split_in_rank_order(ranked)
         for k, ((left, right), count) in enumerate(zip(parts.tolist(), n_parts.tolist())):
             if count != 2 or (self.vocab[left], self.vocab[right]) != self.merges[k]:
                 raise ValueError(f"merge {k} {self.merges[k]!r}: the merges before it split "

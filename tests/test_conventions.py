@@ -5,7 +5,6 @@ import stat
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 import bpe

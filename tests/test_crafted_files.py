@@ -3,7 +3,6 @@ field at fault with TokenizerFileError, and nothing allocates by a number read
 from a file before checking it against the file's own size."""
 import gzip
 import json
-import os
 import time
 
 import pytest

@@ -5,7 +5,6 @@ and nothing is left behind."""
 import errno
 import json
 import os
-import signal
 import subprocess
 import sys
 import threading

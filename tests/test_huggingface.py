@@ -16,7 +16,7 @@ from conftest import SHAKESPEARE, random_corpus
 from test_native_pretok import PIECES
 
 tokenizers = pytest.importorskip("tokenizers")
-from tokenizers import Regex, decoders, models, normalizers, pre_tokenizers, trainers  # noqa: E402
+from tokenizers import Regex, decoders, models, pre_tokenizers, trainers  # noqa: E402
 
 EOT = "<|endoftext|>"
 LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
