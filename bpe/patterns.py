@@ -11,7 +11,7 @@ from typing import Optional
 
 import regex
 
-from bpe import _scanner
+from bpe._scanner import PATTERN_IDS, split_offsets
 
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 CL100K_PATTERN = (
@@ -145,7 +145,7 @@ def pretokenize(text: str, pattern: Optional[str] = "gpt2") -> list[str]:
     native = native_pattern_id(pattern)
     if native is not None:
         data = text.encode("utf-8", "surrogatepass")
-        offsets = _scanner.split_offsets(data, native).tolist()
+        offsets = split_offsets(data, native).tolist()
         return [data[a:b].decode("utf-8", "surrogatepass") for a, b in zip(offsets, offsets[1:])]
     compiled = compile_pattern(pattern)
     if compiled is None:
@@ -156,7 +156,7 @@ def pretokenize(text: str, pattern: Optional[str] = "gpt2") -> list[str]:
 def native_pattern_id(pattern: Optional[str]) -> Optional[int]:
     """The native scanner's id for a built-in pattern, else None."""
     pattern = canonical_pattern(pattern)
-    return _scanner.PATTERN_IDS.get(pattern)
+    return PATTERN_IDS.get(pattern)
 
 
 # --------------------------------------------------------------------------- safe cuts
