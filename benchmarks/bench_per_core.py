@@ -1,9 +1,16 @@
 """Encoding speed per core, the measure of the per-core issue: one thread, a sample
-split into documents, flat ids out (no Python lists) for both, cold (empty caches:
-bpe's cleared, a fresh gigatoken object) and warm (the same documents again),
-best of interleaved rounds, ids asserted equal.
+split into documents, cold (empty caches: bpe's cleared, fresh peer objects) and
+warm (the same documents again), best of interleaved rounds, ids asserted equal.
+
+Two ways of calling, both reported:
+* batch: all documents in one call, flat ids out (bpe's kernel call against
+  gigatoken's encode_batch, an awkward array);
+* per document (``--per-document``): ``encode(doc)`` for each document, as users
+  call it, ids as each library returns them, against gigatoken, tiktoken and
+  Hugging Face tokenizers (the last on the first --hf-mb MB only: it is slow).
 
     python benchmarks/bench_per_core.py --corpus ~/.cache/bpe-corpora/prose_en.txt --mb 10
+    python benchmarks/bench_per_core.py --corpus ~/.cache/bpe-corpora/prose_en.txt --mb 10 --per-document
 
 gigatoken reads bpe's tokenizer.json export for gpt2 and the shipped rank files
 for cl100k_base and o200k_base (it recognises their patterns by file name);
@@ -14,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import json
 import os
 import shutil
 import sys
@@ -43,6 +51,49 @@ def gigatoken_factory(name: str, tok: bpe.Tokenizer):
     return lambda: gigatoken.Tokenizer.from_tiktoken(path)
 
 
+def per_document(name: str, tok: bpe.Tokenizer, documents: list, mb: float, rounds: int,
+                 hf_mb: float) -> dict:
+    """Each engine's best cold and warm MB/s, calling encode per document."""
+    import tiktoken
+    import tokenizers
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
+    from tiktoken_reference import get_encoding
+
+    reference = get_encoding(name)
+    make_giga = gigatoken_factory(name, tok)
+    hf_path = tok.to_huggingface(os.path.join(tempfile.mkdtemp(), "tokenizer.json"))
+    hf_documents, size = [], 0
+    for document in documents:
+        if size >= hf_mb * 1e6:
+            break
+        hf_documents.append(document)
+        size += len(document.encode("utf-8"))
+    hf_size = size / 1e6
+    expected = [reference.encode(document, disallowed_special=()) for document in documents]
+    engines = {
+        "bpe": (lambda: (tok.clear_cache(), tok)[1], lambda t, d: t.encode(d, allowed_special=set()), documents, mb),
+        "gigatoken": (make_giga, lambda g, d: g.encode(d).tolist(), documents, mb),
+        "tiktoken": (lambda: tiktoken.Encoding(name, pat_str=reference._pat_str,
+                                               mergeable_ranks=reference._mergeable_ranks,
+                                               special_tokens=reference._special_tokens),
+                     lambda e, d: e.encode(d, disallowed_special=()), documents, mb),
+        "HF tokenizers": (lambda: tokenizers.Tokenizer.from_file(hf_path), lambda h, d: h.encode(d).ids,
+                          hf_documents, hf_size),
+    }
+    best = {(engine, kind): float("inf") for engine in engines for kind in ("cold", "warm")}
+    for _ in range(rounds):
+        for engine, (make, call, docs, _) in engines.items():
+            instance = make()
+            for kind in ("cold", "warm"):
+                start = time.perf_counter()
+                ids = [call(instance, document) for document in docs]
+                best[engine, kind] = min(best[engine, kind], time.perf_counter() - start)
+                assert ids == expected[:len(docs)], (engine, name)
+    return {engine: {kind: engines[engine][3] / best[engine, kind] for kind in ("cold", "warm")}
+            for engine in engines}
+
+
 def main() -> None:
     import awkward
 
@@ -50,8 +101,24 @@ def main() -> None:
     parser.add_argument("--corpus", required=True)
     parser.add_argument("--mb", type=float, default=10)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--per-document", action="store_true", help="encode(doc) per document, all peers")
+    parser.add_argument("--hf-mb", type=float, default=2, help="Hugging Face's share of the sample")
+    parser.add_argument("--json", help="with --per-document: append the rates to this JSON-lines file")
     args = parser.parse_args()
     _, documents, mb = read_sample(args.corpus, args.mb)
+    if args.per_document:
+        print(f"{os.path.basename(args.corpus)}: {mb:.1f} MB, {len(documents)} documents, encode(doc) per "
+              f"document, 1 thread, best of {args.rounds} rounds, MB/s cold / warm (HF on the first "
+              f"{args.hf_mb:g} MB)")
+        for name in ("gpt2", "cl100k_base", "o200k_base"):
+            rates = per_document(name, bpe.load(name), documents, mb, args.rounds, args.hf_mb)
+            print(f"{name:<12} " + "  ".join(f"{engine} {rate['cold']:.0f} / {rate['warm']:.0f}"
+                                            for engine, rate in rates.items()), flush=True)
+            if args.json:
+                with open(args.json, "a", encoding="utf-8") as f:
+                    f.write(json.dumps({"encoding": name, "corpus": os.path.basename(args.corpus), "mb": mb,
+                                        "documents": len(documents), "mb_per_s": rates}) + "\n")
+        return
     print(f"{os.path.basename(args.corpus)}: {mb:.1f} MB, {len(documents)} documents, 1 thread, "
           f"best of {args.rounds} rounds, MB/s")
     for name in ("gpt2", "cl100k_base", "o200k_base"):

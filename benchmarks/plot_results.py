@@ -20,6 +20,8 @@ RESULTS = os.path.join(HERE, "results")
 OUT = os.path.join(HERE, "..", "docs", "performance.png")
 COLORS = {"bpe": "#1f77b4", "rustbpe": "#ff7f0e", "hf_tokenizers": "#2ca02c", "gigatoken": "#9467bd",
           "tiktoken": "#d62728", "bpe.pure": "#8c564b"}
+#: bench_per_core.py's engine names -> the chart's.
+PER_CORE_NAMES = {"bpe": "bpe", "gigatoken": "gigatoken", "tiktoken": "tiktoken", "HF tokenizers": "hf_tokenizers"}
 
 
 def read(name: str) -> list[dict]:
@@ -57,7 +59,7 @@ def bars(ax, groups: dict[str, dict[str, float]], ylabel: str, title: str, fmt: 
 
 
 def main() -> None:
-    fig, axes = plt.subplots(1, 3, figsize=(16, 4.8))
+    fig, axes = plt.subplots(1, 4, figsize=(21, 4.8))
     train = latest(read("train.jsonl"), "trainer", "corpus")
     groups: dict[str, dict[str, float]] = {}
     for row in train:
@@ -73,6 +75,14 @@ def main() -> None:
                        "hf_tokenizers": row["mb_per_s"]["hf"]}
     bars(axes[1], groups, "MB/s, one thread (higher is better)", "Encoding, identical ids", "{:.0f}")
 
+    per_core = latest(read("per_core.jsonl"), "encoding", "corpus")
+    groups = {}
+    for row in per_core:
+        key = f"{row['encoding'].replace('_base', '')}\n{row['corpus'].split('_')[0]}"
+        groups[key] = {PER_CORE_NAMES[engine]: rate["cold"] for engine, rate in row["mb_per_s"].items()}
+    bars(axes[3], groups, "MB/s, one thread (higher is better)",
+         "Encoding document by document, cold, every peer", "{:.0f}")
+
     pure_path = os.path.join(RESULTS, "pure.json")   # pytest-benchmark's --benchmark-json output
     pure = json.load(open(pure_path)) if os.path.exists(pure_path) else {"benchmarks": []}
     groups = {}
@@ -81,6 +91,7 @@ def main() -> None:
         groups.setdefault(task, {})["bpe" if impl == "cython" else "bpe.pure"] = bench["stats"]["mean"] * 1e3
     bars(axes[2], groups, "milliseconds (lower is better)", "bpe against its pure-Python twin", "{:.1f}")
     axes[2].set_yscale("log")
+    axes[3].set_ylim(top=axes[3].get_ylim()[1] * 1.35)      # room for the legend above the bars
 
     fig.tight_layout()
     fig.savefig(OUT, dpi=110)
