@@ -30,7 +30,10 @@ from bpe._bytestable cimport (FNV_OFFSET, FNV_PRIME, BytesTable, bytestable_add,
 from bpe._checks cimport check_ids, check_offsets
 from bpe._memory cimport grow, mem_alloc, mem_free, reserve_fresh
 from bpe._pairmap cimport PairMap, pairmap_free, pairmap_get, pairmap_init, pairmap_set
-from bpe._scanner cimport check_pattern, next_pretoken
+from bpe._scanner cimport Scanner, check_pattern, scanner_init, scanner_next
+from bpe._shortcache cimport (INLINE_IDS, SHORT_KEY_BYTES, ShortCache, ShortEntry, ShortKey, short_key,
+                              shortcache_clear, shortcache_free, shortcache_init, shortcache_insert,
+                              shortcache_slot)
 from bpe._specials cimport Needles, needles_free, needles_point_at, needles_restart, next_special
 from bpe._types cimport offset_t, out_id_t, pack_pair, token_t
 from bpe._utf8 cimport utf8_bound, write_utf8
@@ -47,6 +50,7 @@ cdef enum:
     NO_RANK = 0x7FFFFFFF                # a pair that does not merge
     CACHE_MAX_PIECE_BYTES = 256      # longer pre-tokens are rare; not worth caching
     CACHE_MAX_ENTRIES = 1 << 18      # then the cache starts afresh: memory stays bounded
+    SHORT_CACHE_SLOTS = 1 << 18      # 8 MiB, touched as used; half as many entries, then afresh
     WHOLE_SEGMENT = -1               # "pattern" id: no pre-tokenization
 
 
@@ -80,8 +84,9 @@ cdef inline int bytes_reserve(Bytes* b, int64_t n) noexcept nogil:
 cdef struct Scratch:
     Ids out              # the ids of the call
     Bytes text           # the call's non-ASCII str texts, as UTF-8
-    Ids cached           # ids of cached pre-tokens, sliced by the cache's values
-    BytesTable cache     # pre-token bytes -> (offset in cached) << 16 | count
+    ShortCache short     # pre-tokens of up to 16 bytes and 3 ids -> their ids, inline
+    Ids cached           # ids of the other cached pre-tokens, sliced by the cache's values
+    BytesTable cache     # their bytes -> (offset in cached) << 16 | count
     # Work arrays for merging one pre-token, grown as needed, each with its own capacity.
     token_t* part_token  # token of the part starting at each byte, -1 once absorbed
     int32_t* part_next   # start of the next part (n at the end)
@@ -106,9 +111,11 @@ cdef int scratch_init(Scratch* s) noexcept nogil:
     s.part_next = s.part_prev = NULL
     s.heap = NULL
     s.token_capacity = s.next_capacity = s.prev_capacity = s.heap_capacity = 0
+    if shortcache_init(&s.short, SHORT_CACHE_SLOTS) < 0:
+        return -1
     # Sized for a busy cache from the start: growing from small rehashes every key
     # several times over in each cold call.
-    return bytestable_init_sized(&s.cache, 1 << 15, 1 << 18)
+    return bytestable_init_sized(&s.cache, 1 << 13, 1 << 16)
 
 
 cdef void scratch_free(Scratch* s) noexcept nogil:
@@ -119,6 +126,7 @@ cdef void scratch_free(Scratch* s) noexcept nogil:
     mem_free(s.part_next)
     mem_free(s.part_prev)
     mem_free(s.heap)
+    shortcache_free(&s.short)
     bytestable_free(&s.cache)
 
 
@@ -153,7 +161,7 @@ cdef class Session:
 
     @property
     def cached_pieces(self):
-        return self.scratch.cache.n_entries
+        return self.scratch.short.n_entries + self.scratch.cache.n_entries
 
 
 cdef void release_output(Scratch* s) noexcept nogil:
@@ -388,8 +396,12 @@ cdef class EncodeKernel:
             i = next_part[i]
         return 0
 
-    cdef int _encode_piece(self, Scratch* s, const uint8_t* piece, int64_t n) noexcept nogil:
-        """Append the ids of one pre-token to ``s.out``. -1 when out of memory."""
+    cdef int _encode_piece(self, Scratch* s, const uint8_t* piece, int64_t n,
+                           bint short_cached) noexcept nogil:
+        """Append the ids of one pre-token to ``s.out``: a token's id, the general
+        cache's ids, or merged ones, which it then caches, unless ``short_cached``
+        says the caller caches them in the short cache (``_encode_short``). -1
+        when out of memory."""
         cdef int64_t entry, value, offset, count, before
         cdef uint64_t h
         if n == 0:
@@ -421,8 +433,8 @@ cdef class EncodeKernel:
         before = s.out.size
         if self._merge(s, piece, n, self.n_ranks, &s.out) < 0:
             return -1
-        if n <= CACHE_MAX_PIECE_BYTES:
-            count = s.out.size - before
+        count = s.out.size - before
+        if n <= CACHE_MAX_PIECE_BYTES and not (short_cached and count <= INLINE_IDS):
             if s.cache.n_entries >= CACHE_MAX_ENTRIES:
                 bytestable_clear(&s.cache)
                 s.cached.size = 0
@@ -434,16 +446,65 @@ cdef class EncodeKernel:
             s.cached.size += count
         return 0
 
+    cdef inline int _encode_short(self, Scratch* s, const uint8_t* piece, int64_t n,
+                                  int64_t readable) noexcept nogil:
+        """Append the ids of a pre-token of 2 to SHORT_KEY_BYTES bytes, from the
+        short cache when it is there; else found as ``_encode_piece`` finds them
+        and cached here (if at most INLINE_IDS). ``s.out`` has room for ``n``
+        more ids; ``readable`` bytes from ``piece`` may be read. -1 when out of
+        memory."""
+        cdef ShortKey key
+        cdef ShortEntry* entry
+        cdef int64_t before, count
+        short_key(&key, piece, n, readable)
+        entry = shortcache_slot(&s.short, &key, n)
+        if entry.length != 0:
+            count = entry.n_ids
+            s.out.data[s.out.size] = entry.ids[0]
+            if count > 1:
+                s.out.data[s.out.size + 1] = entry.ids[1]
+                if count > 2:
+                    s.out.data[s.out.size + 2] = entry.ids[2]
+            s.out.size += count
+            return 0
+        before = s.out.size
+        if self._encode_piece(s, piece, n, True) < 0:
+            return -1
+        count = s.out.size - before
+        if count > INLINE_IDS:
+            return 0
+        if s.short.n_entries >= s.short.max_entries:
+            shortcache_clear(&s.short)
+            entry = shortcache_slot(&s.short, &key, n)
+        shortcache_insert(&s.short, entry, &key, n, s.out.data + before, count)
+        return 0
+
     cdef int _encode_segment(self, Scratch* s, const uint8_t* data, int64_t n,
                              int pattern) noexcept nogil:
         cdef Py_ssize_t i = 0
         cdef Py_ssize_t end
+        cdef int64_t length
+        cdef int status
+        cdef Scanner scanner
         if pattern == WHOLE_SEGMENT:
-            return self._encode_piece(s, data, n)
+            return self._encode_piece(s, data, n, False)
+        scanner_init(&scanner, pattern, data, n)
+        # Every id covers at least one byte: room for n ids serves the segment.
+        if ids_reserve(&s.out, n) < 0:
+            return -1
         while i < n:
-            end = next_pretoken(pattern, data, i, n)
-            if self._encode_piece(s, data + i, end - i) < 0:
-                return -1
+            end = scanner_next(&scanner, i)
+            length = end - i
+            if length == 1:
+                s.out.data[s.out.size] = <out_id_t>self.byte_ids[data[i]]
+                s.out.size += 1
+            else:
+                if length <= SHORT_KEY_BYTES:
+                    status = self._encode_short(s, data + i, length, n - i)
+                else:
+                    status = self._encode_piece(s, data + i, length, False)
+                if status < 0:
+                    return -1
             i = end
         return 0
 
@@ -627,7 +688,7 @@ cdef class EncodeKernel:
         cdef bytes piece
         try:
             for piece in pieces:
-                if self._encode_piece(scratch, <const uint8_t*>piece, len(piece)) < 0:
+                if self._encode_piece(scratch, <const uint8_t*>piece, len(piece), False) < 0:
                     raise MemoryError()
             return ids_to_array(&scratch.out)
         finally:

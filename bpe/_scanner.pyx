@@ -31,7 +31,7 @@ reaches the end. In o200k, ``P?U*W+`` backtracks: U* gives characters back until
 W+ can start, and the optional P is dropped if nothing matches with it.
 """
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memset
 
 from bpe._bytestable cimport (OVERFLOW, BytesTable, bytestable_add, bytestable_free, bytestable_init,
                               hash_bytes)
@@ -41,9 +41,18 @@ from bpe._specials cimport Needles, find_spans, needles_free, needles_point_at
 from bpe._types cimport count_t, offset_t
 from bpe._utf8 cimport first_invalid_utf8 as c_first_invalid_utf8
 
+import os
 import threading
 
 import numpy as np
+
+
+cdef extern from "_classify.h":
+    int CLASSIFY_SCALAR, CLASSIFY_SSE2, CLASSIFY_AVX2, CLASSIFY_NEON
+    int classify_supported(int path) noexcept nogil
+    classify_fn classify_function(int path) noexcept nogil
+    int classify_best() noexcept nogil
+    int trailing_zeros(uint64_t x) noexcept nogil
 
 cdef enum:
     LETTER = 1       # \p{L}
@@ -59,6 +68,58 @@ cdef const uint8_t* CLASS = NULL        # class bits by code point, 0x110000 ent
 cdef const uint8_t* FOLD = NULL         # case-folded ASCII letter by code point, or 0
 _tables = None
 _tables_lock = threading.Lock()
+
+# The block classifier scans use (bpe/_classify.h), or NULL for the byte-by-byte
+# scanner alone. Chosen when the tables are built: BPE_SIMD names a path, else
+# the fastest the CPU runs; ``select_simd`` changes it.
+cdef classify_fn CLASSIFY = NULL
+SIMD_PATHS = {"none": -1, "scalar": CLASSIFY_SCALAR, "sse2": CLASSIFY_SSE2, "avx2": CLASSIFY_AVX2,
+              "neon": CLASSIFY_NEON}
+_simd_path = None
+
+
+def simd_paths():
+    """The block-classifier paths this CPU can run: "none" (byte by byte),
+    "scalar" (the masks built by a portable loop) and the SIMD ones."""
+    return [name for name, path in SIMD_PATHS.items() if path < 0 or classify_supported(path)]
+
+
+def select_simd(name):
+    """Make scans use the block classifier ``name`` (one of ``simd_paths()``);
+    returns the path used before. For tests and benchmarks: scans already
+    running keep theirs."""
+    global CLASSIFY, _simd_path
+    ensure_tables()
+    if name not in simd_paths():
+        raise ValueError(f"SIMD path {name!r} is not one of {simd_paths()} on this CPU")
+    previous = _simd_path
+    if name != "none" and not ascii_classes_agree():
+        raise ValueError("the Unicode tables disagree with the ASCII block classes; only 'none' can run")
+    CLASSIFY = NULL if name == "none" else classify_function(SIMD_PATHS[name])
+    _simd_path = name
+    return previous
+
+
+def simd_path():
+    """The block-classifier path scans use now."""
+    ensure_tables()
+    return _simd_path
+
+
+cdef bint ascii_classes_agree() noexcept nogil:
+    """Whether the class table says of every ASCII byte what the block masks say
+    (A-Z upper-case letters, a-z lower-case, 0-9 digits, nothing else a letter or
+    number): the fast paths read the masks where the scanners read the table."""
+    cdef int b
+    cdef bint upper, lower, digit
+    for b in range(128):
+        upper = 65 <= b <= 90
+        lower = 97 <= b <= 122
+        digit = 48 <= b <= 57
+        if (((CLASS[b] & LETTER) != 0) != (upper or lower) or ((CLASS[b] & NUMBER) != 0) != digit
+                or ((CLASS[b] & UPPERISH) != 0) != upper or ((CLASS[b] & LOWERISH) != 0) != lower):
+            return False
+    return True
 
 
 cdef int ensure_tables() except -1:
@@ -83,7 +144,20 @@ cdef int ensure_tables() except -1:
         fold_view = fold
         FOLD = &fold_view[0]
         CLASS = &class_view[0]
+        _choose_simd()
     return 0
+
+
+cdef void _choose_simd():
+    global CLASSIFY, _simd_path
+    name = os.environ.get("BPE_SIMD", "")
+    path = SIMD_PATHS.get(name, classify_best())
+    if name and (name not in SIMD_PATHS or (path >= 0 and not classify_supported(path))):
+        path = classify_best()      # an unknown or unsupported request: the best there is
+    if path >= 0 and not ascii_classes_agree():
+        path = -1
+    CLASSIFY = NULL if path < 0 else classify_function(path)
+    _simd_path = next(key for key, value in SIMD_PATHS.items() if value == path)
 
 
 # --------------------------------------------------------------------------- UTF-8 helpers
@@ -352,6 +426,159 @@ cdef Py_ssize_t next_pretoken(int pattern, const uint8_t* s, Py_ssize_t i,
     return next_o200k(s, i, n)
 
 
+# --------------------------------------------------------------------------- block masks
+#
+# The fast paths below are the scanners' own branches for a pre-token that
+# starts with ASCII letters or digits, with each run's end found in the block
+# masks (one count of trailing zeros) instead of byte by byte. Where a run meets
+# a non-ASCII byte, or a pre-token starts any other way, the byte-by-byte
+# scanner decides: the result is the same by construction, and
+# tests/test_native_pretok.py checks it with every path forced.
+
+cdef enum:
+    UPPER_BITS = 1
+    LOWER_BITS = 2
+    DIGIT_BITS = 4
+
+
+cdef void scanner_init(Scanner* sc, int pattern, const uint8_t* s, Py_ssize_t n) noexcept nogil:
+    sc.s = s
+    sc.n = n
+    sc.pattern = pattern
+    sc.block_start = -64        # no block loaded
+    sc.classify = CLASSIFY
+
+
+cdef inline void load_block(Scanner* sc, Py_ssize_t p) noexcept nogil:
+    """Classify the 64 bytes from ``p``; past the end, zero bytes (in no class)."""
+    cdef uint8_t padded[64]
+    if p + 64 <= sc.n:
+        sc.classify(sc.s + p, &sc.masks)
+    else:
+        memset(padded, 0, 64)
+        memcpy(padded, sc.s + p, sc.n - p)
+        sc.classify(padded, &sc.masks)
+    sc.block_start = p
+
+
+cdef inline Py_ssize_t ascii_run(Scanner* sc, Py_ssize_t p, int which) noexcept nogil:
+    """The end of the run from ``p`` of ASCII bytes in the classes ``which``."""
+    cdef uint64_t outside
+    cdef Py_ssize_t offset, taken
+    while p < sc.n:
+        offset = p - sc.block_start
+        if offset < 0 or offset >= 64:
+            load_block(sc, p)
+            offset = 0
+        outside = 0
+        if which & UPPER_BITS:
+            outside |= sc.masks.upper
+        if which & LOWER_BITS:
+            outside |= sc.masks.lower
+        if which & DIGIT_BITS:
+            outside |= sc.masks.digit
+        # Bits from p on; the vacated high bits read as outside, so a run that
+        # fills the block stops at its end and goes on in the next block.
+        outside = ~(outside >> offset)
+        taken = trailing_zeros(outside) if outside else 64
+        if taken < 64 - offset:
+            return p + taken
+        p += 64 - offset
+    return sc.n
+
+
+cdef inline Py_ssize_t letters(Scanner* sc, Py_ssize_t p) noexcept nogil:
+    """The end of the \\p{L} run from ``p``."""
+    cdef Py_ssize_t end = ascii_run(sc, p, UPPER_BITS | LOWER_BITS)
+    if end < sc.n and sc.s[end] >= 0x80:
+        return run_with(sc.s, end, sc.n, LETTER)
+    return end
+
+
+cdef inline Py_ssize_t numbers(Scanner* sc, Py_ssize_t p) noexcept nogil:
+    """The end of the \\p{N} run from ``p``."""
+    cdef Py_ssize_t end = ascii_run(sc, p, DIGIT_BITS)
+    if end < sc.n and sc.s[end] >= 0x80:
+        return run_with(sc.s, end, sc.n, NUMBER)
+    return end
+
+
+cdef inline bint ascii_letter_at(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
+    return i < n and s[i] < 0x80 and (CLASS[s[i]] & LETTER) != 0
+
+
+cdef inline Py_ssize_t fast_gpt2(Scanner* sc, Py_ssize_t i) noexcept nogil:
+    cdef const uint8_t* s = sc.s
+    cdef uint8_t b = s[i]
+    cdef uint8_t c
+    if b < 0x80:
+        c = CLASS[b]
+        if c & LETTER:                       # \p{L}+
+            return letters(sc, i + 1)
+        if c & NUMBER:                       # \p{N}+
+            return numbers(sc, i + 1)
+        if b == 32 and i + 1 < sc.n and s[i + 1] < 0x80:
+            c = CLASS[s[i + 1]]
+            if c & LETTER:                   # " \p{L}+"
+                return letters(sc, i + 2)
+            if c & NUMBER:                   # " \p{N}+"
+                return numbers(sc, i + 2)
+    return next_gpt2(s, i, sc.n)
+
+
+cdef inline Py_ssize_t fast_cl100k(Scanner* sc, Py_ssize_t i) noexcept nogil:
+    cdef const uint8_t* s = sc.s
+    cdef uint8_t b = s[i]
+    cdef uint8_t c
+    if b < 0x80:
+        c = CLASS[b]
+        if c & LETTER:                       # \p{L}++
+            return letters(sc, i + 1)
+        # [^\r\n\p{L}\p{N}]\p{L}++, unless "'" starts a contraction (tried first)
+        if not (c & NUMBER) and b != 13 and b != 10 and b != 39 and ascii_letter_at(s, i + 1, sc.n):
+            return letters(sc, i + 2)
+    return next_cl100k(s, i, sc.n)
+
+
+cdef inline Py_ssize_t fast_o200k(Scanner* sc, Py_ssize_t i) noexcept nogil:
+    cdef const uint8_t* s = sc.s
+    cdef Py_ssize_t n = sc.n
+    cdef uint8_t b = s[i]
+    cdef uint8_t c
+    cdef Py_ssize_t p, upper_end, end
+    if b >= 0x80:
+        return next_o200k(s, i, n)
+    c = CLASS[b]
+    if c & LETTER:
+        p = i
+    elif not (c & NUMBER) and b != 13 and b != 10 and ascii_letter_at(s, i + 1, n):
+        p = i + 1                            # the optional prefix P, taken
+    else:
+        return next_o200k(s, i, n)
+    # ASCII letters from p: U*W+ if lower-case letters follow the upper-case
+    # run, else U+ (with or without P, the same end: an ASCII upper-case letter
+    # is never W, so U* never gives one back).
+    upper_end = ascii_run(sc, p, UPPER_BITS)
+    if upper_end < n and s[upper_end] >= 0x80:
+        return next_o200k(s, i, n)           # may be U, W or a mark: the full rules
+    end = upper_end
+    if upper_end < n and (CLASS[s[upper_end]] & LOWERISH):
+        end = ascii_run(sc, upper_end + 1, LOWER_BITS)
+        if end < n and s[end] >= 0x80:
+            return next_o200k(s, i, n)
+    return with_contraction(s, end, n)
+
+
+cdef Py_ssize_t scanner_next(Scanner* sc, Py_ssize_t i) noexcept nogil:
+    if sc.classify == NULL:
+        return next_pretoken(sc.pattern, sc.s, i, sc.n)
+    if sc.pattern == PATTERN_GPT2:
+        return fast_gpt2(sc, i)
+    if sc.pattern == PATTERN_CL100K:
+        return fast_cl100k(sc, i)
+    return fast_o200k(sc, i)
+
+
 cdef int check_pattern(int pattern) except -1:
     """A valid native pattern id, with the tables its scanner reads built."""
     if pattern not in (PATTERN_GPT2, PATTERN_CL100K, PATTERN_O200K):
@@ -372,11 +599,13 @@ def split_offsets(const uint8_t[::1] data, int pattern):
     cdef Py_ssize_t i = 0
     cdef Py_ssize_t count = 0
     cdef const uint8_t* s = &data[0] if n > 0 else NULL
+    cdef Scanner scanner
+    scanner_init(&scanner, pattern, s, n)
     with nogil:
         while i < n:
             offsets[count] = i
             count += 1
-            i = next_pretoken(pattern, s, i, n)
+            i = scanner_next(&scanner, i)
         offsets[count] = n
     return out[:count + 1].copy()
 
@@ -424,9 +653,11 @@ cdef class Interner:
         cdef Py_ssize_t i = start
         cdef Py_ssize_t end
         cdef int64_t status = 0
+        cdef Scanner scanner
+        scanner_init(&scanner, pattern, s, stop)
         with nogil:
             while i < stop:
-                end = next_pretoken(pattern, s, i, stop)
+                end = scanner_next(&scanner, i)
                 status = bytestable_add(&self.table, s + i, end - i, 1, True)
                 if status < 0:
                     break

@@ -25,7 +25,8 @@ LAYERS = [
     "pure", "view",                                                  # the oracle, seeing tokens
     "chunking", "specials", "patterns", "files", "workers", "progress", "errors",   # rules, tools
     "_train", "_lists", "_encode", "_scanner", "unicode",            # kernels
-    "_bytestable", "_pairmap", "_specials", "_utf8", "_checks", "_types", "_memory",  # kernel headers
+    "_shortcache", "_bytestable", "_pairmap", "_specials", "_utf8", "_checks", "_types",  # kernel
+    "_memory",                                                                              # headers
 ]
 
 CYTHON_IMPORT = re.compile(r"^\s*(?:from\s+bpe(?:\.(\w+))?\s+c?import\s+([\w, ()]+)|(?:c?import)\s+bpe\.(\w+))",

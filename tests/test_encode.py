@@ -407,3 +407,32 @@ def test_short_and_long_pieces_merge_by_the_same_rule(piece):
     assert tok.encode_piece(piece) == expected
     tok.clear_cache()
     assert tok.encode_piece(piece * 3) == [tok.token_id(p) for p in pure.encode_piece(piece * 3, ranks)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(words=st.lists(st.text(alphabet="abcXYZ019!?.é'", min_size=1, max_size=20), min_size=1, max_size=30))
+def test_short_pieces_from_the_cache_equal_fresh_ones(pair, words):
+    # Pre-tokens of up to 16 bytes and 3 ids are cached with their ids inline, the
+    # others in the general cache: each word twice in one call (a miss, then a
+    # hit), then the whole text again in a second call (all hits).
+    tok, reference = pair
+    text = " ".join(words + words)
+    expected = reference.encode_ordinary(text)
+    tok.clear_cache()
+    assert tok.encode_ordinary(text) == expected
+    assert tok.encode_ordinary(text) == expected
+
+
+def test_the_short_cache_starts_afresh_at_its_budget(pair):
+    # More distinct short pre-tokens than the short cache holds (2^17): it is
+    # cleared when full and keeps giving the right ids, then and after.
+    tok, reference = pair
+    rng = np.random.default_rng(5)
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+    words = {"".join(rng.choice(letters, size=int(rng.integers(6, 10)))) for _ in range(150_000)}
+    assert len(words) > 1 << 17
+    text = " " + " ".join(sorted(words))
+    expected = reference.encode_ordinary(text)
+    tok.clear_cache()
+    assert tok.encode_ordinary(text) == expected
+    assert tok.encode_ordinary(text[: len(text) // 3]) == reference.encode_ordinary(text[: len(text) // 3])

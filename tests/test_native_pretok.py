@@ -1,4 +1,11 @@
-"""The native scanners split exactly where regex.findall splits, for every built-in pattern."""
+"""The native scanners split exactly where regex.findall splits, for every built-in pattern
+and every block-classifier path (byte by byte, portable masks, SSE2, AVX2, NEON: each
+that this CPU runs, forced in turn)."""
+import contextlib
+import os
+import subprocess
+import sys
+
 import hypothesis.strategies as st
 import numpy as np
 import pytest
@@ -19,9 +26,22 @@ def native_split(text: str, name: str) -> list[str]:
     return [data[a:b].decode("utf-8", "surrogatepass") for a, b in zip(offsets, offsets[1:])]
 
 
+@contextlib.contextmanager
+def simd(path: str):
+    """Scans use the block classifier ``path`` inside the block."""
+    previous = _scanner.select_simd(path)
+    try:
+        yield
+    finally:
+        _scanner.select_simd(previous)
+
+
 def assert_same(text: str) -> None:
-    for name in NAMES:
-        assert native_split(text, name) == regex.findall(PATTERNS[name], text), (name, text)
+    """Every pattern splits ``text`` as regex does, with every block-classifier path."""
+    for path in _scanner.simd_paths():
+        with simd(path):
+            for name in NAMES:
+                assert native_split(text, name) == regex.findall(PATTERNS[name], text), (name, path, text)
 
 
 # Pieces that reach every branch: contractions in any case (and the long s that
@@ -55,13 +75,55 @@ def test_arbitrary_text(text):
     assert_same(text)
 
 
+# Runs of ASCII letters and digits that end before, at and after the edge of a
+# 64-byte block, next to non-ASCII letters, marks and digits that continue them.
+RUNS = ["a" * 63, "b" * 64, "c" * 65, "D" * 64, "E" * 70, "Fg" * 40, "HIJk" * 20, "9" * 64, "8" * 130,
+        "x" * 127, "Y" * 128, "z" * 200]
+long_texts = st.lists(st.sampled_from(PIECES + RUNS), max_size=30).map("".join)
+
+
+@settings(max_examples=600, deadline=None)
+@given(long_texts)
+def test_runs_across_block_edges(text):
+    assert_same(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.sampled_from("aZ09 '\n.é́ǅ٣"), min_size=50, max_size=300))
+def test_dense_mixtures_of_classes(text):
+    assert_same(text)
+
+
+def test_every_path_this_cpu_runs_is_offered():
+    paths = _scanner.simd_paths()
+    assert paths[:2] == ["none", "scalar"]
+    if os.uname().machine in ("x86_64", "AMD64"):
+        assert "sse2" in paths
+    with pytest.raises(ValueError, match="SIMD path 'avx9'"):
+        _scanner.select_simd("avx9")
+
+
+@pytest.mark.parametrize("path", ["none", "scalar"])
+def test_the_environment_picks_the_path(path):
+    code = "from bpe import _scanner; print(_scanner.simd_path())"
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "BPE_SIMD": path},
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert out == [path]
+    default = subprocess.run([sys.executable, "-c", code], env={k: v for k, v in os.environ.items()
+                                                              if k != "BPE_SIMD"},
+                             capture_output=True, text=True, check=True).stdout.split()
+    assert default == [_scanner.simd_paths()[-1]]   # the fastest this CPU runs
+
+
 @pytest.mark.parametrize("context", ["{c}", "a{c}", " {c}a", "{c}{c}x", "'{c}", "A{c}b", "{c}\n", "1{c}2"])
 def test_every_code_point_in_context(context):
     # Each code point once, between neighbours that exercise its class.
     text = "\x00".join(context.format(c=c) for c in unicode.all_code_points())
     for name in NAMES:
-        native = native_split(text, name)
-        assert native == regex.findall(PATTERNS[name], text), name
+        expected = regex.findall(PATTERNS[name], text)
+        for path in _scanner.simd_paths():
+            with simd(path):
+                assert native_split(text, name) == expected, (name, path)
 
 
 def test_tables_agree_with_regex_for_every_code_point():
@@ -86,14 +148,16 @@ def test_interner_counts_like_a_counter():
     text = "the cat's hat, the CAT'S hat!\n\n  the end 12345"
     data = text.encode()
     for name, pattern_id in _scanner.PATTERN_IDS.items():
-        interner = _scanner.Interner()
-        interner.count(data, pattern_id)
-        interner.count(data, pattern_id, 4, 9)   # a sub-range: "cat's"
-        buffer, offsets, counts = interner.arrays()
-        got = {bytes(buffer[a:b]): int(c) for a, b, c in zip(offsets, offsets[1:], counts)}
         expected = Counter(t.encode() for t in regex.findall(PATTERNS[name], text))
         expected.update(t.encode() for t in regex.findall(PATTERNS[name], text[4:9]))
-        assert got == dict(expected), name
+        for path in _scanner.simd_paths():
+            with simd(path):
+                interner = _scanner.Interner()
+                interner.count(data, pattern_id)
+                interner.count(data, pattern_id, 4, 9)   # a sub-range: "cat's"
+                buffer, offsets, counts = interner.arrays()
+            got = {bytes(buffer[a:b]): int(c) for a, b, c in zip(offsets, offsets[1:], counts)}
+            assert got == dict(expected), (name, path)
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -1,0 +1,160 @@
+/* Classify 64 bytes at once: which are ASCII upper-case letters, lower-case
+ * letters and digits, one bit per byte (bit k for byte k).
+ *
+ * Why: the scanners (bpe/_scanner.pyx) spend most of their time walking runs
+ * of letters byte by byte. With these masks the end of a run is one count of
+ * trailing zeros. Every path gives the same masks; which one runs is chosen
+ * once, at run time, from what the CPU supports (never from the build
+ * machine's flags, so a wheel built here runs on any CPU of its architecture):
+ * AVX2 or SSE2 on x86-64, NEON on arm64, a portable loop elsewhere.
+ * classify_select() forces one, for tests and benchmarks.
+ */
+#ifndef BPE_CLASSIFY_H
+#define BPE_CLASSIFY_H
+
+#include <stdint.h>
+#include <string.h>
+
+typedef struct {
+    uint64_t upper;   /* A-Z */
+    uint64_t lower;   /* a-z */
+    uint64_t digit;   /* 0-9 */
+} ClassMasks;
+
+typedef void (*classify_fn)(const uint8_t *p, ClassMasks *out);
+
+/* The index of the lowest set bit of a non-zero word. */
+static inline int trailing_zeros(uint64_t x) { return __builtin_ctzll(x); }
+
+enum { CLASSIFY_SCALAR = 0, CLASSIFY_SSE2 = 1, CLASSIFY_AVX2 = 2, CLASSIFY_NEON = 3 };
+
+static inline void classify_scalar(const uint8_t *p, ClassMasks *out) {
+    uint64_t upper = 0, lower = 0, digit = 0;
+    for (int k = 0; k < 64; k++) {
+        uint8_t b = p[k];
+        upper |= (uint64_t)((uint8_t)(b - 'A') < 26) << k;
+        lower |= (uint64_t)((uint8_t)(b - 'a') < 26) << k;
+        digit |= (uint64_t)((uint8_t)(b - '0') < 10) << k;
+    }
+    out->upper = upper;
+    out->lower = lower;
+    out->digit = digit;
+}
+
+#if defined(__x86_64__) || defined(_M_X64)
+#include <immintrin.h>
+#define CLASSIFY_X86 1
+
+/* Bytes in [lo, lo + width): shift the range to the bottom of the signed
+ * order, then one signed compare (SSE2 has no unsigned one). */
+static inline uint64_t in_range_sse2(__m128i v, uint8_t lo, uint8_t width) {
+    __m128i shifted = _mm_add_epi8(v, _mm_set1_epi8((char)(0x80 - lo)));
+    return (uint16_t)_mm_movemask_epi8(_mm_cmplt_epi8(shifted, _mm_set1_epi8((char)(0x80 + width))));
+}
+
+static void classify_sse2(const uint8_t *p, ClassMasks *out) {
+    uint64_t upper = 0, lower = 0, digit = 0;
+    for (int k = 0; k < 4; k++) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(p + 16 * k));
+        upper |= in_range_sse2(v, 'A', 26) << (16 * k);
+        lower |= in_range_sse2(v, 'a', 26) << (16 * k);
+        digit |= in_range_sse2(v, '0', 10) << (16 * k);
+    }
+    out->upper = upper;
+    out->lower = lower;
+    out->digit = digit;
+}
+
+__attribute__((target("avx2")))
+static inline uint64_t in_range_avx2(__m256i v, uint8_t lo, uint8_t width) {
+    __m256i shifted = _mm256_add_epi8(v, _mm256_set1_epi8((char)(0x80 - lo)));
+    __m256i inside = _mm256_cmpgt_epi8(_mm256_set1_epi8((char)(0x80 + width)), shifted);
+    return (uint32_t)_mm256_movemask_epi8(inside);
+}
+
+__attribute__((target("avx2")))
+static void classify_avx2(const uint8_t *p, ClassMasks *out) {
+    __m256i a = _mm256_loadu_si256((const __m256i *)p);
+    __m256i b = _mm256_loadu_si256((const __m256i *)(p + 32));
+    out->upper = in_range_avx2(a, 'A', 26) | (in_range_avx2(b, 'A', 26) << 32);
+    out->lower = in_range_avx2(a, 'a', 26) | (in_range_avx2(b, 'a', 26) << 32);
+    out->digit = in_range_avx2(a, '0', 10) | (in_range_avx2(b, '0', 10) << 32);
+}
+#endif
+
+#if defined(__aarch64__)
+#include <arm_neon.h>
+#define CLASSIFY_ARM 1
+
+/* NEON has no movemask: keep one weight bit per lane, then add up each half. */
+static inline uint64_t in_range_neon(uint8x16_t v, uint8_t lo, uint8_t width) {
+    static const uint8_t weights[16] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
+    uint8x16_t inside = vcltq_u8(vsubq_u8(v, vdupq_n_u8(lo)), vdupq_n_u8(width));
+    uint8x16_t bits = vandq_u8(inside, vld1q_u8(weights));
+    return (uint64_t)vaddv_u8(vget_low_u8(bits)) | ((uint64_t)vaddv_u8(vget_high_u8(bits)) << 8);
+}
+
+static void classify_neon(const uint8_t *p, ClassMasks *out) {
+    uint64_t upper = 0, lower = 0, digit = 0;
+    for (int k = 0; k < 4; k++) {
+        uint8x16_t v = vld1q_u8(p + 16 * k);
+        upper |= in_range_neon(v, 'A', 26) << (16 * k);
+        lower |= in_range_neon(v, 'a', 26) << (16 * k);
+        digit |= in_range_neon(v, '0', 10) << (16 * k);
+    }
+    out->upper = upper;
+    out->lower = lower;
+    out->digit = digit;
+}
+#endif
+
+/* Whether this CPU can run a path. */
+static inline int classify_supported(int path) {
+    switch (path) {
+    case CLASSIFY_SCALAR:
+        return 1;
+#ifdef CLASSIFY_X86
+    case CLASSIFY_SSE2:
+        return 1;   /* part of x86-64 itself */
+    case CLASSIFY_AVX2:
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx2");
+#endif
+#ifdef CLASSIFY_ARM
+    case CLASSIFY_NEON:
+        return 1;   /* part of AArch64 itself */
+#endif
+    default:
+        return 0;
+    }
+}
+
+static inline classify_fn classify_function(int path) {
+    switch (path) {
+#ifdef CLASSIFY_X86
+    case CLASSIFY_SSE2:
+        return classify_sse2;
+    case CLASSIFY_AVX2:
+        return classify_avx2;
+#endif
+#ifdef CLASSIFY_ARM
+    case CLASSIFY_NEON:
+        return classify_neon;
+#endif
+    default:
+        return classify_scalar;
+    }
+}
+
+/* The fastest path this CPU supports. */
+static inline int classify_best(void) {
+    if (classify_supported(CLASSIFY_AVX2))
+        return CLASSIFY_AVX2;
+    if (classify_supported(CLASSIFY_SSE2))
+        return CLASSIFY_SSE2;
+    if (classify_supported(CLASSIFY_NEON))
+        return CLASSIFY_NEON;
+    return CLASSIFY_SCALAR;
+}
+
+#endif
