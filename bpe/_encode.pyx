@@ -52,6 +52,17 @@ cdef enum:
     CACHE_MAX_ENTRIES = 1 << 18      # then the cache starts afresh: memory stays bounded
     SHORT_CACHE_SLOTS = 1 << 18      # 8 MiB, touched as used; half as many entries, then afresh
     WHOLE_SEGMENT = -1               # "pattern" id: no pre-tokenization
+    SCAN_BATCH = 64                  # pre-tokens scanned before they are looked up
+
+
+cdef extern from *:
+    void prefetch "__builtin_prefetch" (const void* address) noexcept nogil
+
+
+cdef struct Span:
+    int64_t start        # a pre-token of a scanned batch
+    int64_t length
+    ShortKey key         # its words and hash, if it is short
 
 
 cdef struct Ids:
@@ -447,17 +458,14 @@ cdef class EncodeKernel:
         return 0
 
     cdef inline int _encode_short(self, Scratch* s, const uint8_t* piece, int64_t n,
-                                  int64_t readable) noexcept nogil:
-        """Append the ids of a pre-token of 2 to SHORT_KEY_BYTES bytes, from the
-        short cache when it is there; else found as ``_encode_piece`` finds them
-        and cached here (if at most INLINE_IDS). ``s.out`` has room for ``n``
-        more ids; ``readable`` bytes from ``piece`` may be read. -1 when out of
-        memory."""
-        cdef ShortKey key
+                                  const ShortKey* key) noexcept nogil:
+        """Append the ids of a pre-token of 2 to SHORT_KEY_BYTES bytes (``key``
+        its words and hash), from the short cache when it is there; else found
+        as ``_encode_piece`` finds them and cached here (if at most INLINE_IDS).
+        ``s.out`` has room for ``n`` more ids. -1 when out of memory."""
         cdef ShortEntry* entry
         cdef int64_t before, count
-        short_key(&key, piece, n, readable)
-        entry = shortcache_slot(&s.short, &key, n)
+        entry = shortcache_slot(&s.short, key, n)
         if entry.length != 0:
             count = entry.n_ids
             s.out.data[s.out.size] = entry.ids[0]
@@ -475,17 +483,25 @@ cdef class EncodeKernel:
             return 0
         if s.short.n_entries >= s.short.max_entries:
             shortcache_clear(&s.short)
-            entry = shortcache_slot(&s.short, &key, n)
-        shortcache_insert(&s.short, entry, &key, n, s.out.data + before, count)
+            entry = shortcache_slot(&s.short, key, n)
+        shortcache_insert(&s.short, entry, key, n, s.out.data + before, count)
         return 0
 
     cdef int _encode_segment(self, Scratch* s, const uint8_t* data, int64_t n,
                              int pattern) noexcept nogil:
+        """Append the ids of one segment (text between special tokens).
+
+        Pre-tokens are found a batch at a time, and each short one's slot is
+        prefetched as soon as its hash is known; then the batch is looked up.
+        Scanning, whose branches the CPU mispredicts, no longer stalls on the
+        cache's loads: they are under way while the scan goes on.
+        """
         cdef Py_ssize_t i = 0
-        cdef Py_ssize_t end
-        cdef int64_t length
+        cdef Py_ssize_t start
+        cdef int64_t length, k, batch
         cdef int status
         cdef Scanner scanner
+        cdef Span spans[SCAN_BATCH]
         if pattern == WHOLE_SEGMENT:
             return self._encode_piece(s, data, n, False)
         scanner_init(&scanner, pattern, data, n)
@@ -493,19 +509,29 @@ cdef class EncodeKernel:
         if ids_reserve(&s.out, n) < 0:
             return -1
         while i < n:
-            end = scanner_next(&scanner, i)
-            length = end - i
-            if length == 1:
-                s.out.data[s.out.size] = <out_id_t>self.byte_ids[data[i]]
-                s.out.size += 1
-            else:
+            batch = 0
+            while i < n and batch < SCAN_BATCH:
+                spans[batch].start = i
+                i = scanner_next(&scanner, i)
+                length = i - spans[batch].start
+                spans[batch].length = length
+                if 2 <= length <= SHORT_KEY_BYTES:
+                    short_key(&spans[batch].key, data + spans[batch].start, length, n - spans[batch].start)
+                    prefetch(&s.short.slots[spans[batch].key.hash & <uint64_t>s.short.mask])
+                batch += 1
+            for k in range(batch):
+                start = spans[k].start
+                length = spans[k].length
+                if length == 1:
+                    s.out.data[s.out.size] = <out_id_t>self.byte_ids[data[start]]
+                    s.out.size += 1
+                    continue
                 if length <= SHORT_KEY_BYTES:
-                    status = self._encode_short(s, data + i, length, n - i)
+                    status = self._encode_short(s, data + start, length, &spans[k].key)
                 else:
-                    status = self._encode_piece(s, data + i, length, False)
+                    status = self._encode_piece(s, data + start, length, False)
                 if status < 0:
                     return -1
-            i = end
         return 0
 
     cdef int _encode_texts(self, Scratch* s, Py_ssize_t n_texts, const uint8_t** texts,
