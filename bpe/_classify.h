@@ -1,5 +1,6 @@
 /* Classify 64 bytes at once: which are ASCII upper-case letters, lower-case
- * letters and digits, one bit per byte (bit k for byte k).
+ * letters, digits, whitespace, spaces, apostrophes and non-ASCII bytes, one
+ * bit per byte (bit k for byte k).
  *
  * Why: the scanners (bpe/_scanner.pyx) spend most of their time walking runs
  * of letters byte by byte. With these masks the end of a run is one count of
@@ -19,6 +20,10 @@ typedef struct {
     uint64_t upper;   /* A-Z */
     uint64_t lower;   /* a-z */
     uint64_t digit;   /* 0-9 */
+    uint64_t space;   /* ASCII \s as regex has it: \t \n \v \f \r and ' ' */
+    uint64_t blank;   /* ' ' */
+    uint64_t quote;   /* "'" */
+    uint64_t high;    /* 0x80 and up: part of a non-ASCII character */
 } ClassMasks;
 
 typedef void (*classify_fn)(const uint8_t *p, ClassMasks *out);
@@ -29,16 +34,24 @@ static inline int trailing_zeros(uint64_t x) { return __builtin_ctzll(x); }
 enum { CLASSIFY_SCALAR = 0, CLASSIFY_SSE2 = 1, CLASSIFY_AVX2 = 2, CLASSIFY_NEON = 3 };
 
 static inline void classify_scalar(const uint8_t *p, ClassMasks *out) {
-    uint64_t upper = 0, lower = 0, digit = 0;
+    uint64_t upper = 0, lower = 0, digit = 0, space = 0, blank = 0, quote = 0, high = 0;
     for (int k = 0; k < 64; k++) {
         uint8_t b = p[k];
         upper |= (uint64_t)((uint8_t)(b - 'A') < 26) << k;
         lower |= (uint64_t)((uint8_t)(b - 'a') < 26) << k;
         digit |= (uint64_t)((uint8_t)(b - '0') < 10) << k;
+        space |= (uint64_t)((uint8_t)(b - 0x09) < 5 || b == ' ') << k;
+        blank |= (uint64_t)(b == ' ') << k;
+        quote |= (uint64_t)(b == '\'') << k;
+        high |= (uint64_t)(b >= 0x80) << k;
     }
     out->upper = upper;
     out->lower = lower;
     out->digit = digit;
+    out->space = space;
+    out->blank = blank;
+    out->quote = quote;
+    out->high = high;
 }
 
 #if defined(__x86_64__) || defined(_M_X64)
@@ -52,17 +65,30 @@ static inline uint64_t in_range_sse2(__m128i v, uint8_t lo, uint8_t width) {
     return (uint16_t)_mm_movemask_epi8(_mm_cmplt_epi8(shifted, _mm_set1_epi8((char)(0x80 + width))));
 }
 
+static inline uint64_t equal_sse2(__m128i v, uint8_t byte) {
+    return (uint16_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8((char)byte)));
+}
+
 static void classify_sse2(const uint8_t *p, ClassMasks *out) {
-    uint64_t upper = 0, lower = 0, digit = 0;
+    uint64_t upper = 0, lower = 0, digit = 0, space = 0, blank = 0, quote = 0, high = 0;
     for (int k = 0; k < 4; k++) {
         __m128i v = _mm_loadu_si128((const __m128i *)(p + 16 * k));
         upper |= in_range_sse2(v, 'A', 26) << (16 * k);
         lower |= in_range_sse2(v, 'a', 26) << (16 * k);
         digit |= in_range_sse2(v, '0', 10) << (16 * k);
+        uint64_t blanks = equal_sse2(v, ' ');
+        space |= (in_range_sse2(v, 0x09, 5) | blanks) << (16 * k);
+        blank |= blanks << (16 * k);
+        quote |= equal_sse2(v, '\'') << (16 * k);
+        high |= (uint64_t)(uint16_t)_mm_movemask_epi8(v) << (16 * k);
     }
     out->upper = upper;
     out->lower = lower;
     out->digit = digit;
+    out->space = space;
+    out->blank = blank;
+    out->quote = quote;
+    out->high = high;
 }
 
 __attribute__((target("avx2")))
@@ -73,12 +99,21 @@ static inline uint64_t in_range_avx2(__m256i v, uint8_t lo, uint8_t width) {
 }
 
 __attribute__((target("avx2")))
+static inline uint64_t equal_avx2(__m256i v, uint8_t byte) {
+    return (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, _mm256_set1_epi8((char)byte)));
+}
+
+__attribute__((target("avx2")))
 static void classify_avx2(const uint8_t *p, ClassMasks *out) {
     __m256i a = _mm256_loadu_si256((const __m256i *)p);
     __m256i b = _mm256_loadu_si256((const __m256i *)(p + 32));
     out->upper = in_range_avx2(a, 'A', 26) | (in_range_avx2(b, 'A', 26) << 32);
     out->lower = in_range_avx2(a, 'a', 26) | (in_range_avx2(b, 'a', 26) << 32);
     out->digit = in_range_avx2(a, '0', 10) | (in_range_avx2(b, '0', 10) << 32);
+    out->blank = equal_avx2(a, ' ') | (equal_avx2(b, ' ') << 32);
+    out->space = in_range_avx2(a, 0x09, 5) | (in_range_avx2(b, 0x09, 5) << 32) | out->blank;
+    out->quote = equal_avx2(a, '\'') | (equal_avx2(b, '\'') << 32);
+    out->high = (uint64_t)(uint32_t)_mm256_movemask_epi8(a) | ((uint64_t)(uint32_t)_mm256_movemask_epi8(b) << 32);
 }
 #endif
 
@@ -95,16 +130,25 @@ static inline uint64_t in_range_neon(uint8x16_t v, uint8_t lo, uint8_t width) {
 }
 
 static void classify_neon(const uint8_t *p, ClassMasks *out) {
-    uint64_t upper = 0, lower = 0, digit = 0;
+    uint64_t upper = 0, lower = 0, digit = 0, space = 0, blank = 0, quote = 0, high = 0;
     for (int k = 0; k < 4; k++) {
         uint8x16_t v = vld1q_u8(p + 16 * k);
         upper |= in_range_neon(v, 'A', 26) << (16 * k);
         lower |= in_range_neon(v, 'a', 26) << (16 * k);
         digit |= in_range_neon(v, '0', 10) << (16 * k);
+        uint64_t blanks = in_range_neon(v, ' ', 1);
+        space |= (in_range_neon(v, 0x09, 5) | blanks) << (16 * k);
+        blank |= blanks << (16 * k);
+        quote |= in_range_neon(v, '\'', 1) << (16 * k);
+        high |= in_range_neon(v, 0x80, 128) << (16 * k);
     }
     out->upper = upper;
     out->lower = lower;
     out->digit = digit;
+    out->space = space;
+    out->blank = blank;
+    out->quote = quote;
+    out->high = high;
 }
 #endif
 

@@ -8,6 +8,10 @@ cdef extern from "_classify.h":
         uint64_t upper
         uint64_t lower
         uint64_t digit
+        uint64_t space
+        uint64_t blank
+        uint64_t quote
+        uint64_t high
     ctypedef void (*classify_fn)(const uint8_t* p, ClassMasks* out) noexcept nogil
 
 
@@ -19,7 +23,9 @@ cdef enum:
 
 # A scan of valid UTF-8 ``s[:n]`` with a built-in pattern. The masks classify
 # the 64 bytes from ``block_start`` (see bpe/_classify.h); ``classify`` is NULL
-# when the byte-by-byte scanner alone runs.
+# when the byte-by-byte scanner alone runs. For gpt2, ``starts`` holds the
+# pre-token starts found at once in the 64 bytes from ``window`` (bit k for
+# byte window + k), and ``quotes`` its apostrophes.
 cdef struct Scanner:
     const uint8_t* s
     Py_ssize_t n
@@ -27,6 +33,9 @@ cdef struct Scanner:
     Py_ssize_t block_start
     ClassMasks masks
     classify_fn classify
+    Py_ssize_t window
+    uint64_t starts
+    uint64_t quotes
 
 
 cdef void scanner_init(Scanner* sc, int pattern, const uint8_t* s, Py_ssize_t n) noexcept nogil

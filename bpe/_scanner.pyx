@@ -109,15 +109,18 @@ def simd_path():
 cdef bint ascii_classes_agree() noexcept nogil:
     """Whether the class table says of every ASCII byte what the block masks say
     (A-Z upper-case letters, a-z lower-case, 0-9 digits, nothing else a letter or
-    number): the fast paths read the masks where the scanners read the table."""
+    number, whitespace as in _classify.h): the fast paths read the masks where
+    the scanners read the table."""
     cdef int b
-    cdef bint upper, lower, digit
+    cdef bint upper, lower, digit, space
     for b in range(128):
         upper = 65 <= b <= 90
         lower = 97 <= b <= 122
         digit = 48 <= b <= 57
+        space = 9 <= b <= 13 or b == 32
         if (((CLASS[b] & LETTER) != 0) != (upper or lower) or ((CLASS[b] & NUMBER) != 0) != digit
-                or ((CLASS[b] & UPPERISH) != 0) != upper or ((CLASS[b] & LOWERISH) != 0) != lower):
+                or ((CLASS[b] & UPPERISH) != 0) != upper or ((CLASS[b] & LOWERISH) != 0) != lower
+                or ((CLASS[b] & SPACE) != 0) != space):
             return False
     return True
 
@@ -447,6 +450,9 @@ cdef void scanner_init(Scanner* sc, int pattern, const uint8_t* s, Py_ssize_t n)
     sc.pattern = pattern
     sc.block_start = -64        # no block loaded
     sc.classify = CLASSIFY
+    sc.window = -64             # no window of starts
+    sc.starts = 0
+    sc.quotes = 0
 
 
 cdef inline void load_block(Scanner* sc, Py_ssize_t p) noexcept nogil:
@@ -569,11 +575,78 @@ cdef inline Py_ssize_t fast_o200k(Scanner* sc, Py_ssize_t i) noexcept nogil:
     return with_contraction(s, end, n)
 
 
+# --------------------------------------------------------------------------- gpt2, 64 bytes at once
+#
+# In ASCII text without contractions, gpt2 starts a pre-token at byte k exactly when
+#   k is whitespace:  k - 1 is not whitespace (a run starts), or k + 1 is a
+#                     non-whitespace byte (\s+(?!\S) leaves the run's last
+#                     character to the next pre-token);
+#   k is not:         k - 1 is of another class (letter, digit, other), and is
+#                     not ' ' (" ?\p{L}+" and the like take the space along).
+# Each condition reads only k's neighbours, so the masks of a 64-byte window
+# give every start in it at once; the scan then hops from start to start with
+# a count of trailing zeros, and no branch depends on what the text says.
+# A start holding "'" may begin a contraction, which ends before the next start
+# the rule gives: it goes to the byte-by-byte scanner (fast_gpt2), and so do
+# a window's tail past non-ASCII bytes and pre-tokens longer than a window.
+
+cdef void gpt2_window(Scanner* sc, Py_ssize_t p) noexcept nogil:
+    """Find the pre-token starts after ``p`` (itself a start) that the 64 bytes
+    from ``p`` decide; where the text ends inside them, its end counts as one."""
+    cdef ClassMasks m
+    cdef uint8_t padded[64]
+    cdef Py_ssize_t left = sc.n - p
+    cdef uint64_t valid, letter, other, same, space, starts, decided
+    if left >= 64:
+        sc.classify(sc.s + p, &m)
+        valid = ~(<uint64_t>0)
+    else:
+        memset(padded, 0, 64)
+        memcpy(padded, sc.s + p, left)
+        sc.classify(padded, &m)
+        valid = (<uint64_t>1 << left) - 1
+    letter = m.upper | m.lower
+    space = m.space
+    other = valid & ~(letter | m.digit | space)
+    same = (letter & (letter << 1)) | (m.digit & (m.digit << 1)) | (other & (other << 1))
+    starts = (space & (~(space << 1) | ((valid & ~space) >> 1))) | (~space & ~same & ~(m.blank << 1))
+    # Bit k needs bytes k - 1 to k + 1: a window decides bits 1 to 62, and at the
+    # text's end every bit up to its last byte, with the end as a start.
+    if left <= 63:
+        decided = valid
+        starts = (starts & decided) | (<uint64_t>1 << left)
+    else:
+        decided = (<uint64_t>1 << 63) - 1
+        starts &= decided
+    if m.high:
+        # Before a non-ASCII byte at h, bits up to h - 2 stand (h - 1's class may
+        # depend on the character at h).
+        decided = (<uint64_t>1 << trailing_zeros(m.high)) - 1
+        decided >>= 1
+        starts &= decided
+    sc.window = p
+    sc.starts = starts & ~(<uint64_t>1)
+    sc.quotes = m.quote
+
+
+cdef inline Py_ssize_t next_gpt2_window(Scanner* sc, Py_ssize_t i) noexcept nogil:
+    cdef Py_ssize_t offset = i - sc.window
+    cdef uint64_t after
+    if 0 <= offset < 63 and not ((sc.quotes >> offset) & 1):
+        after = sc.starts & (~(<uint64_t>0) << (offset + 1))
+        if after:
+            return sc.window + trailing_zeros(after)
+    gpt2_window(sc, i)
+    if sc.starts and not (sc.quotes & 1):
+        return i + trailing_zeros(sc.starts)
+    return fast_gpt2(sc, i)
+
+
 cdef Py_ssize_t scanner_next(Scanner* sc, Py_ssize_t i) noexcept nogil:
     if sc.classify == NULL:
         return next_pretoken(sc.pattern, sc.s, i, sc.n)
     if sc.pattern == PATTERN_GPT2:
-        return fast_gpt2(sc, i)
+        return next_gpt2_window(sc, i)
     if sc.pattern == PATTERN_CL100K:
         return fast_cl100k(sc, i)
     return fast_o200k(sc, i)

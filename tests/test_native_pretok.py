@@ -88,9 +88,18 @@ def test_runs_across_block_edges(text):
     assert_same(text)
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.text(alphabet=st.sampled_from("aZ09 '\n.é́ǅ٣"), min_size=50, max_size=300))
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.sampled_from("aZ09 '\n\t\r\x0b\x1c.!/sdmtlvreSL\u00e9\u0301\u01c5\u0663\u00a0"),
+               min_size=50, max_size=400))
 def test_dense_mixtures_of_classes(text):
+    # Every class next to every other, at every offset of a 64-byte window.
+    assert_same(text)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.sampled_from("aZ09 '\n\t\r\x0b\x1c.!/sdmtlvreSL"), min_size=60, max_size=400))
+def test_dense_mixtures_of_ascii(text):
+    # The same in ASCII alone, where whole windows are decided at once.
     assert_same(text)
 
 
