@@ -10,6 +10,7 @@ cdef extern from "_classify.h":
         uint64_t digit
         uint64_t space
         uint64_t blank
+        uint64_t newline
         uint64_t quote
         uint64_t high
     ctypedef void (*classify_fn)(const uint8_t* p, ClassMasks* out) noexcept nogil

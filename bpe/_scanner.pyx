@@ -53,6 +53,7 @@ cdef extern from "_classify.h":
     classify_fn classify_function(int path) noexcept nogil
     int classify_best() noexcept nogil
     int trailing_zeros(uint64_t x) noexcept nogil
+    int leading_zeros(uint64_t x) noexcept nogil
 
 cdef enum:
     LETTER = 1       # \p{L}
@@ -575,81 +576,157 @@ cdef inline Py_ssize_t fast_o200k(Scanner* sc, Py_ssize_t i) noexcept nogil:
     return with_contraction(s, end, n)
 
 
-# --------------------------------------------------------------------------- gpt2, 64 bytes at once
+# --------------------------------------------------------------------------- 64 bytes at once
 #
-# In ASCII text without contractions, gpt2 starts a pre-token at byte k exactly when
-#   k is whitespace:  k - 1 is not whitespace (a run starts), or k + 1 is a
-#                     non-whitespace byte (\s+(?!\S) leaves the run's last
-#                     character to the next pre-token);
-#   k is not:         k - 1 is of another class (letter, digit, other), and is
-#                     not ' ' (" ?\p{L}+" and the like take the space along).
-# Each condition reads only k's neighbours, so the masks of a 64-byte window
-# give every start in it at once; the scan then hops from start to start with
-# a count of trailing zeros, and no branch depends on what the text says.
-# A start holding "'" may begin a contraction, which ends before the next start
-# the rule gives: it goes to the byte-by-byte scanner (fast_gpt2), and so do
-# a window's tail past non-ASCII bytes and pre-tokens longer than a window.
+# In ASCII text each pattern's pre-token starts follow from a few neighbouring
+# bytes' classes (below, for each pattern), so one window's masks give every
+# start in it with shifts and ands; the scan then hops from start to start by
+# counting trailing zeros, with no branch on what the text says. What the
+# rules leave out goes to the byte-by-byte scanners (the fast_* functions):
+# a start holding "'" (a contraction ends before the next start the rules
+# give), bytes too close to a non-ASCII one or to the window's end to be
+# decided, and pre-tokens longer than a window.
 
-cdef void gpt2_window(Scanner* sc, Py_ssize_t p) noexcept nogil:
+cdef inline uint64_t gpt2_starts(const ClassMasks* m, uint64_t valid) noexcept nogil:
+    """gpt2 starts a pre-token at byte k exactly when
+      k is whitespace:  k - 1 is not whitespace (a run starts), or k + 1 is a
+                        non-whitespace byte (\\s+(?!\\S) leaves the run's last
+                        character to the next pre-token);
+      k is not:         k - 1 is of another class (letter, digit, other), and is
+                        not ' ' (" ?\\p{L}+" and the like take the space along).
+    Bit k reads bytes k - 1 to k + 1."""
+    cdef uint64_t letter = m.upper | m.lower
+    cdef uint64_t space = m.space
+    cdef uint64_t other = valid & ~(letter | m.digit | space)
+    cdef uint64_t same = (letter & (letter << 1)) | (m.digit & (m.digit << 1)) | (other & (other << 1))
+    return (space & (~(space << 1) | ((valid & ~space) >> 1))) | (~space & ~same & ~(m.blank << 1))
+
+
+cdef inline uint64_t cl100k_starts(const ClassMasks* m, uint64_t valid, Py_ssize_t known, bint at_end,
+                                   uint64_t* decided) noexcept nogil:
+    """cl100k starts a pre-token at byte k exactly when k is
+      a letter:     k - 1 is not a letter, and does not prefix it: a non-letter,
+                    non-digit other than CR or LF prefixes a letter when it
+                    starts a pre-token itself ("[^\\r\\n\\p{L}\\p{N}]?+\\p{L}++"):
+                    whitespace there always does (it ends its run), an other
+                    byte unless another other byte or a space comes before it;
+      a digit:      the first of its run, or 3, 6, ... after it ("\\p{N}{1,3}+");
+      other:        k - 1 is neither other nor a space (" ?[^\\s\\p{L}\\p{N}]++");
+      whitespace:   not CR or LF right after other bytes ("[\\r\\n]*+" takes
+                    those along), and the first of what is left of its run, or
+                    the first after the run's last CR or LF ("\\s*[\\r\\n]")
+                    unless the run reaches the text's end ("\\s++$"), or the
+                    run's last byte when that is not CR or LF and a non-space
+                    follows ("\\s+(?!\\S)"; then a prefixed letter or "\\s").
+    The whitespace rules need the run's end: when a run reaches past the known
+    bytes, ``decided`` is cut after its first byte."""
+    cdef uint64_t letter = m.upper | m.lower
+    cdef uint64_t space = m.space
+    cdef uint64_t newline = m.newline
+    cdef uint64_t other = valid & ~(letter | m.digit | space)
+    cdef uint64_t other_first = other & ~(other << 1) & ~(m.blank << 1)
+    cdef uint64_t starts, absorbed, kept, later_newline, reach, groups, step, digits3, final
+    cdef uint64_t below
+    cdef int shift
+    # letters
+    starts = letter & ~(letter << 1) & ~((space & ~newline) << 1) & ~(other_first << 1)
+    # digits, in threes from each run's first
+    groups = m.digit & ~(m.digit << 1)
+    digits3 = m.digit & (m.digit << 1) & (m.digit << 2)
+    step = groups
+    while step:
+        step = (step << 3) & digits3
+        groups |= step
+    starts |= groups | other_first
+    # whitespace: the CR/LF run right after other bytes belongs to their pre-token
+    absorbed = (newline + ((other << 1) & newline)) ^ newline
+    absorbed &= newline
+    kept = space & ~absorbed
+    # later_newline: a CR or LF at or after k within k's run (a fill toward lower
+    # bits, doubling the reach each step)
+    later_newline = newline
+    reach = space
+    shift = 1
+    while shift < 64:
+        later_newline |= (later_newline >> shift) & reach
+        reach &= reach >> shift
+        shift *= 2
+    final = 0
+    if at_end and known > 0 and (space >> (known - 1)) & 1:
+        below = valid & ~space
+        final = valid & ~((<uint64_t>2 << (63 - leading_zeros(below))) - 1 if below else 0)
+    starts |= (kept & ~(kept << 1)) \
+        | (kept & (newline << 1) & ~later_newline & ~final) \
+        | (space & ~newline & ((valid & ~space) >> 1))
+    if not at_end and (space >> (known - 1)) & 1:
+        below = valid & ~space
+        # the run reaching past the known bytes starts at the byte after ``below``'s top bit
+        decided[0] &= (<uint64_t>4 << (63 - leading_zeros(below))) - 1 if below else 1
+    return starts
+
+
+cdef void load_window(Scanner* sc, Py_ssize_t p) noexcept nogil:
     """Find the pre-token starts after ``p`` (itself a start) that the 64 bytes
-    from ``p`` decide; where the text ends inside them, its end counts as one."""
+    from ``p`` decide; where the text ends among them, its end counts as one."""
     cdef ClassMasks m
     cdef uint8_t padded[64]
     cdef Py_ssize_t left = sc.n - p
-    cdef uint64_t valid, letter, other, same, space, starts, decided
+    cdef Py_ssize_t known
+    cdef bint at_end
+    cdef uint64_t valid, starts, decided
     if left >= 64:
         sc.classify(sc.s + p, &m)
-        valid = ~(<uint64_t>0)
+        known = 64
     else:
         memset(padded, 0, 64)
         memcpy(padded, sc.s + p, left)
         sc.classify(padded, &m)
-        valid = (<uint64_t>1 << left) - 1
-    letter = m.upper | m.lower
-    space = m.space
-    other = valid & ~(letter | m.digit | space)
-    same = (letter & (letter << 1)) | (m.digit & (m.digit << 1)) | (other & (other << 1))
-    starts = (space & (~(space << 1) | ((valid & ~space) >> 1))) | (~space & ~same & ~(m.blank << 1))
-    # Bit k needs bytes k - 1 to k + 1: a window decides bits 1 to 62, and at the
-    # text's end every bit up to its last byte, with the end as a start.
-    if left <= 63:
-        decided = valid
-        starts = (starts & decided) | (<uint64_t>1 << left)
-    else:
-        decided = (<uint64_t>1 << 63) - 1
-        starts &= decided
+        known = left
+    at_end = known == left
     if m.high:
-        # Before a non-ASCII byte at h, bits up to h - 2 stand (h - 1's class may
-        # depend on the character at h).
-        decided = (<uint64_t>1 << trailing_zeros(m.high)) - 1
-        decided >>= 1
-        starts &= decided
+        # Bytes from the first non-ASCII one on are unknown (a character's class).
+        known = trailing_zeros(m.high)
+        at_end = False
+    valid = ~(<uint64_t>0) if known >= 64 else (<uint64_t>1 << known) - 1
+    # Bit k reads byte k + 1: known up to the text's end, else one short of
+    # the unknown bytes.
+    decided = valid if at_end else ((<uint64_t>1 << (known - 1)) - 1 if known > 0 else 0)
+    if sc.pattern == PATTERN_GPT2:
+        starts = gpt2_starts(&m, valid)
+    else:
+        starts = cl100k_starts(&m, valid, known, at_end, &decided)
+    starts &= decided
+    if at_end:
+        starts |= <uint64_t>1 << left
     sc.window = p
     sc.starts = starts & ~(<uint64_t>1)
     sc.quotes = m.quote
 
 
-cdef inline Py_ssize_t next_gpt2_window(Scanner* sc, Py_ssize_t i) noexcept nogil:
+cdef inline Py_ssize_t next_windowed(Scanner* sc, Py_ssize_t i) noexcept nogil:
+    """The end of the pre-token at ``i``: the next start of the window, loaded
+    afresh at ``i`` when the current one has none after ``i``; else (and for a
+    start holding "'") the byte-by-byte scanner's."""
     cdef Py_ssize_t offset = i - sc.window
     cdef uint64_t after
     if 0 <= offset < 63 and not ((sc.quotes >> offset) & 1):
         after = sc.starts & (~(<uint64_t>0) << (offset + 1))
         if after:
             return sc.window + trailing_zeros(after)
-    gpt2_window(sc, i)
+    load_window(sc, i)
     if sc.starts and not (sc.quotes & 1):
         return i + trailing_zeros(sc.starts)
-    return fast_gpt2(sc, i)
+    if sc.pattern == PATTERN_GPT2:
+        return fast_gpt2(sc, i)
+    return fast_cl100k(sc, i)
 
 
 cdef Py_ssize_t scanner_next(Scanner* sc, Py_ssize_t i) noexcept nogil:
     if sc.classify == NULL:
         return next_pretoken(sc.pattern, sc.s, i, sc.n)
-    if sc.pattern == PATTERN_GPT2:
-        return next_gpt2_window(sc, i)
-    if sc.pattern == PATTERN_CL100K:
-        return fast_cl100k(sc, i)
-    return fast_o200k(sc, i)
+    if sc.pattern == PATTERN_O200K:
+        return fast_o200k(sc, i)
+    return next_windowed(sc, i)
 
 
 cdef int check_pattern(int pattern) except -1:
