@@ -24,6 +24,7 @@ typedef struct {
     uint64_t blank;   /* ' ' */
     uint64_t newline; /* \r and \n */
     uint64_t quote;   /* "'" */
+    uint64_t slash;   /* "/" */
     uint64_t high;    /* 0x80 and up: part of a non-ASCII character */
 } ClassMasks;
 
@@ -38,7 +39,7 @@ static inline int leading_zeros(uint64_t x) { return __builtin_clzll(x); }
 enum { CLASSIFY_SCALAR = 0, CLASSIFY_SSE2 = 1, CLASSIFY_AVX2 = 2, CLASSIFY_NEON = 3 };
 
 static inline void classify_scalar(const uint8_t *p, ClassMasks *out) {
-    uint64_t upper = 0, lower = 0, digit = 0, space = 0, blank = 0, newline = 0, quote = 0, high = 0;
+    uint64_t upper = 0, lower = 0, digit = 0, space = 0, blank = 0, newline = 0, quote = 0, slash = 0, high = 0;
     for (int k = 0; k < 64; k++) {
         uint8_t b = p[k];
         upper |= (uint64_t)((uint8_t)(b - 'A') < 26) << k;
@@ -48,6 +49,7 @@ static inline void classify_scalar(const uint8_t *p, ClassMasks *out) {
         blank |= (uint64_t)(b == ' ') << k;
         newline |= (uint64_t)(b == '\r' || b == '\n') << k;
         quote |= (uint64_t)(b == '\'') << k;
+        slash |= (uint64_t)(b == '/') << k;
         high |= (uint64_t)(b >= 0x80) << k;
     }
     out->upper = upper;
@@ -57,6 +59,7 @@ static inline void classify_scalar(const uint8_t *p, ClassMasks *out) {
     out->blank = blank;
     out->newline = newline;
     out->quote = quote;
+    out->slash = slash;
     out->high = high;
 }
 
@@ -76,7 +79,7 @@ static inline uint64_t equal_sse2(__m128i v, uint8_t byte) {
 }
 
 static void classify_sse2(const uint8_t *p, ClassMasks *out) {
-    uint64_t upper = 0, lower = 0, digit = 0, space = 0, blank = 0, newline = 0, quote = 0, high = 0;
+    uint64_t upper = 0, lower = 0, digit = 0, space = 0, blank = 0, newline = 0, quote = 0, slash = 0, high = 0;
     for (int k = 0; k < 4; k++) {
         __m128i v = _mm_loadu_si128((const __m128i *)(p + 16 * k));
         upper |= in_range_sse2(v, 'A', 26) << (16 * k);
@@ -87,6 +90,7 @@ static void classify_sse2(const uint8_t *p, ClassMasks *out) {
         blank |= blanks << (16 * k);
         newline |= (equal_sse2(v, '\r') | equal_sse2(v, '\n')) << (16 * k);
         quote |= equal_sse2(v, '\'') << (16 * k);
+        slash |= equal_sse2(v, '/') << (16 * k);
         high |= (uint64_t)(uint16_t)_mm_movemask_epi8(v) << (16 * k);
     }
     out->upper = upper;
@@ -96,6 +100,7 @@ static void classify_sse2(const uint8_t *p, ClassMasks *out) {
     out->blank = blank;
     out->newline = newline;
     out->quote = quote;
+    out->slash = slash;
     out->high = high;
 }
 
@@ -122,6 +127,7 @@ static void classify_avx2(const uint8_t *p, ClassMasks *out) {
     out->newline = equal_avx2(a, '\r') | equal_avx2(a, '\n') | ((equal_avx2(b, '\r') | equal_avx2(b, '\n')) << 32);
     out->space = in_range_avx2(a, 0x09, 5) | (in_range_avx2(b, 0x09, 5) << 32) | out->blank;
     out->quote = equal_avx2(a, '\'') | (equal_avx2(b, '\'') << 32);
+    out->slash = equal_avx2(a, '/') | (equal_avx2(b, '/') << 32);
     out->high = (uint64_t)(uint32_t)_mm256_movemask_epi8(a) | ((uint64_t)(uint32_t)_mm256_movemask_epi8(b) << 32);
 }
 #endif
@@ -139,7 +145,7 @@ static inline uint64_t in_range_neon(uint8x16_t v, uint8_t lo, uint8_t width) {
 }
 
 static void classify_neon(const uint8_t *p, ClassMasks *out) {
-    uint64_t upper = 0, lower = 0, digit = 0, space = 0, blank = 0, newline = 0, quote = 0, high = 0;
+    uint64_t upper = 0, lower = 0, digit = 0, space = 0, blank = 0, newline = 0, quote = 0, slash = 0, high = 0;
     for (int k = 0; k < 4; k++) {
         uint8x16_t v = vld1q_u8(p + 16 * k);
         upper |= in_range_neon(v, 'A', 26) << (16 * k);
@@ -150,6 +156,7 @@ static void classify_neon(const uint8_t *p, ClassMasks *out) {
         blank |= blanks << (16 * k);
         newline |= (in_range_neon(v, '\r', 1) | in_range_neon(v, '\n', 1)) << (16 * k);
         quote |= in_range_neon(v, '\'', 1) << (16 * k);
+        slash |= in_range_neon(v, '/', 1) << (16 * k);
         high |= in_range_neon(v, 0x80, 128) << (16 * k);
     }
     out->upper = upper;
@@ -159,6 +166,7 @@ static void classify_neon(const uint8_t *p, ClassMasks *out) {
     out->blank = blank;
     out->newline = newline;
     out->quote = quote;
+    out->slash = slash;
     out->high = high;
 }
 #endif

@@ -12,6 +12,7 @@ cdef extern from "_classify.h":
         uint64_t blank
         uint64_t newline
         uint64_t quote
+        uint64_t slash
         uint64_t high
     ctypedef void (*classify_fn)(const uint8_t* p, ClassMasks* out) noexcept nogil
 
@@ -24,9 +25,10 @@ cdef enum:
 
 # A scan of valid UTF-8 ``s[:n]`` with a built-in pattern. The masks classify
 # the 64 bytes from ``block_start`` (see bpe/_classify.h); ``classify`` is NULL
-# when the byte-by-byte scanner alone runs. For gpt2, ``starts`` holds the
-# pre-token starts found at once in the 64 bytes from ``window`` (bit k for
-# byte window + k), and ``quotes`` its apostrophes.
+# when the byte-by-byte scanner alone runs. ``starts`` holds the pre-token
+# starts found at once in the 64 bytes from ``window`` (bit k for byte
+# window + k); a pre-token that starts at a bit of ``risky_starts``, or ends
+# at one of ``risky_ends``, is left to the byte-by-byte scanner (contractions).
 cdef struct Scanner:
     const uint8_t* s
     Py_ssize_t n
@@ -36,7 +38,8 @@ cdef struct Scanner:
     classify_fn classify
     Py_ssize_t window
     uint64_t starts
-    uint64_t quotes
+    uint64_t risky_starts
+    uint64_t risky_ends
 
 
 cdef void scanner_init(Scanner* sc, int pattern, const uint8_t* s, Py_ssize_t n) noexcept nogil

@@ -94,7 +94,7 @@ def select_simd(name):
     if name not in simd_paths():
         raise ValueError(f"SIMD path {name!r} is not one of {simd_paths()} on this CPU")
     previous = _simd_path
-    if name != "none" and not ascii_classes_agree():
+    if name != "none" and not ascii_classes_agree(CLASS):
         raise ValueError("the Unicode tables disagree with the ASCII block classes; only 'none' can run")
     CLASSIFY = NULL if name == "none" else classify_function(SIMD_PATHS[name])
     _simd_path = name
@@ -107,7 +107,7 @@ def simd_path():
     return _simd_path
 
 
-cdef bint ascii_classes_agree() noexcept nogil:
+cdef bint ascii_classes_agree(const uint8_t* classes) noexcept nogil:
     """Whether the class table says of every ASCII byte what the block masks say
     (A-Z upper-case letters, a-z lower-case, 0-9 digits, nothing else a letter or
     number, whitespace as in _classify.h): the fast paths read the masks where
@@ -119,9 +119,9 @@ cdef bint ascii_classes_agree() noexcept nogil:
         lower = 97 <= b <= 122
         digit = 48 <= b <= 57
         space = 9 <= b <= 13 or b == 32
-        if (((CLASS[b] & LETTER) != 0) != (upper or lower) or ((CLASS[b] & NUMBER) != 0) != digit
-                or ((CLASS[b] & UPPERISH) != 0) != upper or ((CLASS[b] & LOWERISH) != 0) != lower
-                or ((CLASS[b] & SPACE) != 0) != space):
+        if (((classes[b] & LETTER) != 0) != (upper or lower) or ((classes[b] & NUMBER) != 0) != digit
+                or ((classes[b] & UPPERISH) != 0) != upper or ((classes[b] & LOWERISH) != 0) != lower
+                or ((classes[b] & SPACE) != 0) != space):
             return False
     return True
 
@@ -147,18 +147,20 @@ cdef int ensure_tables() except -1:
         class_view = classes
         fold_view = fold
         FOLD = &fold_view[0]
+        # CLASS is published last: a thread that sees it set reads the scanner
+        # choice too (and FOLD).
+        _choose_simd(&class_view[0])
         CLASS = &class_view[0]
-        _choose_simd()
     return 0
 
 
-cdef void _choose_simd():
+cdef void _choose_simd(const uint8_t* classes):
     global CLASSIFY, _simd_path
     name = os.environ.get("BPE_SIMD", "")
     path = SIMD_PATHS.get(name, classify_best())
     if name and (name not in SIMD_PATHS or (path >= 0 and not classify_supported(path))):
         path = classify_best()      # an unknown or unsupported request: the best there is
-    if path >= 0 and not ascii_classes_agree():
+    if path >= 0 and not ascii_classes_agree(classes):
         path = -1
     CLASSIFY = NULL if path < 0 else classify_function(path)
     _simd_path = next(key for key, value in SIMD_PATHS.items() if value == path)
@@ -453,7 +455,8 @@ cdef void scanner_init(Scanner* sc, int pattern, const uint8_t* s, Py_ssize_t n)
     sc.classify = CLASSIFY
     sc.window = -64             # no window of starts
     sc.starts = 0
-    sc.quotes = 0
+    sc.risky_starts = 0
+    sc.risky_ends = 0
 
 
 cdef inline void load_block(Scanner* sc, Py_ssize_t p) noexcept nogil:
@@ -602,6 +605,61 @@ cdef inline uint64_t gpt2_starts(const ClassMasks* m, uint64_t valid) noexcept n
     return (space & (~(space << 1) | ((valid & ~space) >> 1))) | (~space & ~same & ~(m.blank << 1))
 
 
+cdef inline uint64_t digit_groups(uint64_t digit) noexcept nogil:
+    """The first digit of each run and every third after it ("\\p{N}{1,3}")."""
+    cdef uint64_t groups = digit & ~(digit << 1)
+    cdef uint64_t three = digit & (digit << 1) & (digit << 2)
+    cdef uint64_t step = groups
+    while step:
+        step = (step << 3) & three
+        groups |= step
+    return groups
+
+
+cdef inline uint64_t fill_up(uint64_t seeds, uint64_t through) noexcept nogil:
+    """Bits of ``through`` reached from a seed going up (to later bytes) without
+    leaving ``through``: six steps, each doubling the reach."""
+    cdef int shift = 1
+    seeds &= through
+    while shift < 64:
+        seeds |= (seeds << shift) & through
+        through &= through << shift
+        shift *= 2
+    return seeds
+
+
+cdef inline uint64_t fill_down(uint64_t seeds, uint64_t through) noexcept nogil:
+    """As ``fill_up``, going down (to earlier bytes)."""
+    cdef int shift = 1
+    seeds &= through
+    while shift < 64:
+        seeds |= (seeds >> shift) & through
+        through &= through >> shift
+        shift *= 2
+    return seeds
+
+
+cdef inline uint64_t whitespace_starts(const ClassMasks* m, uint64_t valid, uint64_t absorbed,
+                                       uint64_t final, Py_ssize_t known, bint at_end,
+                                       uint64_t* decided) noexcept nogil:
+    """cl100k's and o200k's whitespace rules: a run's first byte not ``absorbed``
+    by the other bytes before it; the first after its last CR or LF (but not in
+    ``final``); its last byte when that is not CR or LF and a non-space follows.
+    These need the run's end: a run that reaches past the known bytes cuts
+    ``decided`` after its first byte."""
+    cdef uint64_t space = m.space
+    cdef uint64_t kept = space & ~absorbed
+    cdef uint64_t later_newline = fill_down(m.newline, space)
+    cdef uint64_t below
+    if not at_end and known > 0 and (space >> (known - 1)) & 1:
+        below = valid & ~space
+        # that run starts right after ``below``'s top bit
+        decided[0] &= ((<uint64_t>4 << (63 - leading_zeros(below))) - 1) if below else 1
+    return ((kept & ~(kept << 1))
+            | (kept & (m.newline << 1) & ~later_newline & ~final)
+            | (space & ~m.newline & ((valid & ~space) >> 1)))
+
+
 cdef inline uint64_t cl100k_starts(const ClassMasks* m, uint64_t valid, Py_ssize_t known, bint at_end,
                                    uint64_t* decided) noexcept nogil:
     """cl100k starts a pre-token at byte k exactly when k is
@@ -613,56 +671,50 @@ cdef inline uint64_t cl100k_starts(const ClassMasks* m, uint64_t valid, Py_ssize
       a digit:      the first of its run, or 3, 6, ... after it ("\\p{N}{1,3}+");
       other:        k - 1 is neither other nor a space (" ?[^\\s\\p{L}\\p{N}]++");
       whitespace:   not CR or LF right after other bytes ("[\\r\\n]*+" takes
-                    those along), and the first of what is left of its run, or
-                    the first after the run's last CR or LF ("\\s*[\\r\\n]")
-                    unless the run reaches the text's end ("\\s++$"), or the
-                    run's last byte when that is not CR or LF and a non-space
-                    follows ("\\s+(?!\\S)"; then a prefixed letter or "\\s").
-    The whitespace rules need the run's end: when a run reaches past the known
-    bytes, ``decided`` is cut after its first byte."""
+                    those along), and as ``whitespace_starts`` says, with "\\s++$"
+                    keeping a run that reaches the text's end whole."""
     cdef uint64_t letter = m.upper | m.lower
     cdef uint64_t space = m.space
-    cdef uint64_t newline = m.newline
     cdef uint64_t other = valid & ~(letter | m.digit | space)
     cdef uint64_t other_first = other & ~(other << 1) & ~(m.blank << 1)
-    cdef uint64_t starts, absorbed, kept, later_newline, reach, groups, step, digits3, final
+    cdef uint64_t absorbed = fill_up((other << 1) & m.newline, m.newline)
+    cdef uint64_t final = 0
     cdef uint64_t below
-    cdef int shift
-    # letters
-    starts = letter & ~(letter << 1) & ~((space & ~newline) << 1) & ~(other_first << 1)
-    # digits, in threes from each run's first
-    groups = m.digit & ~(m.digit << 1)
-    digits3 = m.digit & (m.digit << 1) & (m.digit << 2)
-    step = groups
-    while step:
-        step = (step << 3) & digits3
-        groups |= step
-    starts |= groups | other_first
-    # whitespace: the CR/LF run right after other bytes belongs to their pre-token
-    absorbed = (newline + ((other << 1) & newline)) ^ newline
-    absorbed &= newline
-    kept = space & ~absorbed
-    # later_newline: a CR or LF at or after k within k's run (a fill toward lower
-    # bits, doubling the reach each step)
-    later_newline = newline
-    reach = space
-    shift = 1
-    while shift < 64:
-        later_newline |= (later_newline >> shift) & reach
-        reach &= reach >> shift
-        shift *= 2
-    final = 0
     if at_end and known > 0 and (space >> (known - 1)) & 1:
         below = valid & ~space
-        final = valid & ~((<uint64_t>2 << (63 - leading_zeros(below))) - 1 if below else 0)
-    starts |= (kept & ~(kept << 1)) \
-        | (kept & (newline << 1) & ~later_newline & ~final) \
-        | (space & ~newline & ((valid & ~space) >> 1))
-    if not at_end and (space >> (known - 1)) & 1:
-        below = valid & ~space
-        # the run reaching past the known bytes starts at the byte after ``below``'s top bit
-        decided[0] &= (<uint64_t>4 << (63 - leading_zeros(below))) - 1 if below else 1
-    return starts
+        final = valid & ~(((<uint64_t>2 << (63 - leading_zeros(below))) - 1) if below else 0)
+    return ((letter & ~(letter << 1) & ~((space & ~m.newline) << 1) & ~(other_first << 1))
+            | digit_groups(m.digit) | other_first
+            | whitespace_starts(m, valid, absorbed, final, known, at_end, decided))
+
+
+cdef inline uint64_t o200k_starts(const ClassMasks* m, uint64_t valid, Py_ssize_t known, bint at_end,
+                                  uint64_t* decided) noexcept nogil:
+    """o200k starts a pre-token at byte k exactly when k is
+      a letter:     after a lower-case letter, an upper-case one ("U*W+" ends at
+                    W's last letter; an upper-case run followed by lower-case
+                    letters is one pre-token); after a non-letter, unless that
+                    prefixes it as in cl100k ("[^\\r\\n\\p{L}\\p{N}]?");
+      a digit:      the first of its run, or 3, 6, ... after it ("\\p{N}{1,3}");
+      other:        k - 1 is neither a space nor other that other bytes own
+                    (" ?[^\\s\\p{L}\\p{N}]+");
+      whitespace:   as in cl100k, where "[\\r\\n/]*" takes along CR, LF and
+                    "/" after other bytes, and a run that reaches the text's end
+                    splits after its last CR or LF too ("\\s*[\\r\\n]+" comes
+                    first).
+    A contraction may follow a letter ("(?i:'s|'t|...)?"): the caller leaves
+    a pre-token that ends at "'" after a letter to the byte-by-byte scanner."""
+    cdef uint64_t letter = m.upper | m.lower
+    cdef uint64_t space = m.space
+    cdef uint64_t other = valid & ~(letter | m.digit | space)
+    cdef uint64_t absorbed, owned, other_first
+    absorbed = fill_up((other << 1) & m.newline, m.newline | m.slash)
+    owned = other & ~absorbed
+    other_first = owned & ~(owned << 1) & ~(m.blank << 1)
+    return ((letter & ~(letter << 1) & ~((space & ~m.newline) << 1) & ~(other_first << 1))
+            | (m.lower << 1) & m.upper
+            | digit_groups(m.digit) | other_first
+            | whitespace_starts(m, valid, absorbed, 0, known, at_end, decided))
 
 
 cdef void load_window(Scanner* sc, Py_ssize_t p) noexcept nogil:
@@ -693,14 +745,23 @@ cdef void load_window(Scanner* sc, Py_ssize_t p) noexcept nogil:
     decided = valid if at_end else ((<uint64_t>1 << (known - 1)) - 1 if known > 0 else 0)
     if sc.pattern == PATTERN_GPT2:
         starts = gpt2_starts(&m, valid)
-    else:
+    elif sc.pattern == PATTERN_CL100K:
         starts = cl100k_starts(&m, valid, known, at_end, &decided)
+    else:
+        starts = o200k_starts(&m, valid, known, at_end, &decided)
     starts &= decided
     if at_end:
         starts |= <uint64_t>1 << left
     sc.window = p
     sc.starts = starts & ~(<uint64_t>1)
-    sc.quotes = m.quote
+    if sc.pattern == PATTERN_O200K:
+        # A contraction may extend a pre-token that ends at "'" after a letter.
+        sc.risky_starts = 0
+        sc.risky_ends = m.quote & ((m.upper | m.lower) << 1)
+    else:
+        # A contraction may start at "'" (gpt2, cl100k: tried first at every start).
+        sc.risky_starts = m.quote
+        sc.risky_ends = 0
 
 
 cdef inline Py_ssize_t next_windowed(Scanner* sc, Py_ssize_t i) noexcept nogil:
@@ -709,23 +770,28 @@ cdef inline Py_ssize_t next_windowed(Scanner* sc, Py_ssize_t i) noexcept nogil:
     start holding "'") the byte-by-byte scanner's."""
     cdef Py_ssize_t offset = i - sc.window
     cdef uint64_t after
-    if 0 <= offset < 63 and not ((sc.quotes >> offset) & 1):
+    cdef int end
+    if 0 <= offset < 63 and not ((sc.risky_starts >> offset) & 1):
         after = sc.starts & (~(<uint64_t>0) << (offset + 1))
         if after:
-            return sc.window + trailing_zeros(after)
+            end = trailing_zeros(after)
+            if not ((sc.risky_ends >> end) & 1):
+                return sc.window + end
     load_window(sc, i)
-    if sc.starts and not (sc.quotes & 1):
-        return i + trailing_zeros(sc.starts)
+    if sc.starts and not (sc.risky_starts & 1):
+        end = trailing_zeros(sc.starts)
+        if not ((sc.risky_ends >> end) & 1):
+            return i + end
     if sc.pattern == PATTERN_GPT2:
         return fast_gpt2(sc, i)
-    return fast_cl100k(sc, i)
+    if sc.pattern == PATTERN_CL100K:
+        return fast_cl100k(sc, i)
+    return fast_o200k(sc, i)
 
 
 cdef Py_ssize_t scanner_next(Scanner* sc, Py_ssize_t i) noexcept nogil:
     if sc.classify == NULL:
         return next_pretoken(sc.pattern, sc.s, i, sc.n)
-    if sc.pattern == PATTERN_O200K:
-        return fast_o200k(sc, i)
     return next_windowed(sc, i)
 
 

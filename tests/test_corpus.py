@@ -155,7 +155,9 @@ def start_encoding(tmp_path, copies: int, tokenizer: str):
 def test_interrupted_run_leaves_no_output(tmp_path, delay):
     # Ctrl-C in a terminal signals the process group: the parent and its workers,
     # while they start (delay 0) or while they encode.
-    process, _, out = start_encoding(tmp_path, 40, "o200k_base")            # 45 MB
+    # 180 MB: at 0.3 s the workers are still encoding (45 MB took under 0.3 s
+    # once the scanner found pre-tokens 64 bytes at a time).
+    process, _, out = start_encoding(tmp_path, 160, "o200k_base")
     time.sleep(delay)
     os.killpg(process.pid, signal.SIGINT)
     _, stderr = process.communicate(timeout=60)
