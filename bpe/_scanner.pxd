@@ -1,6 +1,7 @@
 from libc.stdint cimport uint8_t, uint64_t
 
 from bpe._bytestable cimport BytesTable
+from bpe._shortcache cimport ShortCache
 
 
 cdef extern from "_classify.h":
@@ -51,3 +52,4 @@ cdef int check_pattern(int pattern) except -1
 
 cdef class Interner:
     cdef BytesTable table
+    cdef ShortCache front     # short pre-tokens -> their entry in ``table``

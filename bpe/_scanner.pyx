@@ -30,12 +30,15 @@ character (which then starts the next pre-token), and fails on a run of one;
 reaches the end. In o200k, ``P?U*W+`` backtracks: U* gives characters back until
 W+ can start, and the optional P is dropped if nothing matches with it.
 """
-from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport INT64_MAX, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memset
 
 from bpe._bytestable cimport (OVERFLOW, BytesTable, bytestable_add, bytestable_free, bytestable_init,
                               hash_bytes)
 from bpe._checks cimport check_offsets
+from bpe._shortcache cimport (SHORT_KEY_BYTES, ShortCache, ShortEntry, ShortKey, short_key,
+                              shortcache_clear, shortcache_free, shortcache_init, shortcache_insert,
+                              shortcache_slot)
 from bpe._memory cimport mem_free
 from bpe._specials cimport Needles, find_spans, needles_free, needles_point_at
 from bpe._types cimport count_t, offset_t
@@ -54,6 +57,9 @@ cdef extern from "_classify.h":
     int classify_best() noexcept nogil
     int trailing_zeros(uint64_t x) noexcept nogil
     int leading_zeros(uint64_t x) noexcept nogil
+
+cdef enum:
+    FRONT_CACHE_SLOTS = 1 << 18     # an interner's front cache
 
 cdef enum:
     LETTER = 1       # \p{L}
@@ -846,12 +852,14 @@ cdef class Interner:
     """
 
     def __cinit__(self):
+        self.front.block = NULL           # allocated by the first count
         if bytestable_init(&self.table) < 0:
             bytestable_free(&self.table)
             raise MemoryError()
 
     def __dealloc__(self):
         bytestable_free(&self.table)
+        shortcache_free(&self.front)
 
     def __len__(self):
         return self.table.n_entries
@@ -867,16 +875,46 @@ cdef class Interner:
             return
         cdef const uint8_t* s = &data[0]
         cdef Py_ssize_t i = start
-        cdef Py_ssize_t end
+        cdef Py_ssize_t end, length
         cdef int64_t status = 0
         cdef Scanner scanner
+        cdef ShortCache* front
+        cdef ShortKey key
+        cdef ShortEntry* slot
+        cdef uint32_t entry
         scanner_init(&scanner, pattern, s, stop)
+        if self.front.block == NULL:
+            if shortcache_init(&self.front, FRONT_CACHE_SLOTS) < 0:
+                shortcache_free(&self.front)
+                raise MemoryError()
+        front = &self.front
         with nogil:
             while i < stop:
                 end = scanner_next(&scanner, i)
-                status = bytestable_add(&self.table, s + i, end - i, 1, True)
+                length = end - i
+                if length > SHORT_KEY_BYTES:
+                    status = bytestable_add(&self.table, s + i, length, 1, True)
+                    if status < 0:
+                        break
+                    i = end
+                    continue
+                short_key(&key, s + i, length, stop - i)
+                slot = shortcache_slot(front, &key, length)
+                if slot.length != 0:
+                    if self.table.values[slot.ids[0]] == INT64_MAX:
+                        status = OVERFLOW
+                        break
+                    self.table.values[slot.ids[0]] += 1
+                    i = end
+                    continue
+                status = bytestable_add(&self.table, s + i, length, 1, True)
                 if status < 0:
                     break
+                if front.n_entries >= front.max_entries:
+                    shortcache_clear(front)
+                    slot = shortcache_slot(front, &key, length)
+                entry = <uint32_t>status      # entries fit 32 bits (MAX_ENTRIES)
+                shortcache_insert(front, slot, &key, length, &entry, 1)
                 i = end
         _raise_for(status)
 

@@ -184,3 +184,32 @@ def test_training_native_equals_regex_path(name, write_text):
     assert native_counts.to_dict() == regex_counts.to_dict()
     native = bpe.train_from_counts(native_counts, 256 + 1 + 300, ["<|endoftext|>"])
     assert native.merges == bpe.train_from_counts(regex_counts, 256 + 1 + 300, ["<|endoftext|>"]).merges
+
+
+def test_interner_counts_past_its_front_cache():
+    # Short pre-tokens are found through a front cache of 2^16 entries, cleared
+    # when full: more distinct ones than that, each seen again after the clear.
+    from collections import Counter
+
+    rng = np.random.default_rng(3)
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+    words = ["".join(rng.choice(letters, size=int(rng.integers(4, 9)))) for _ in range(90_000)]
+    text = " " + " ".join(words + words[::3] + ["x" * 40, "x" * 40])      # and two long ones
+    data = text.encode()
+    expected = Counter(t.encode() for t in regex.findall(PATTERNS["gpt2"], text))
+    assert len(expected) > 1 << 16
+    interner = _scanner.Interner()
+    middle = len(data) // 2
+    while data[middle] != 32:
+        middle += 1
+    interner.count(data, _scanner.PATTERN_IDS["gpt2"], 0, middle)        # two calls, one cache
+    interner.count(data, _scanner.PATTERN_IDS["gpt2"], middle)
+    buffer, offsets, counts = interner.arrays()
+    assert {bytes(buffer[a:b]): int(c) for a, b, c in zip(offsets, offsets[1:], counts)} == dict(expected)
+
+
+def test_interner_counts_that_pass_int64_raise_on_the_fast_path():
+    interner = _scanner.Interner()
+    interner.add_arrays(np.frombuffer(b" ab", dtype=np.uint8), np.array([0, 3]), np.array([2**63 - 2]))
+    with pytest.raises(OverflowError, match="pre-token's count passed 2"):
+        interner.count(b" ab ab ab", _scanner.PATTERN_IDS["gpt2"])   # the 2nd is found in the front cache
