@@ -4,13 +4,14 @@ warm (the same documents again), best of interleaved rounds, ids asserted equal.
 
 Two ways of calling, both reported:
 * batch: all documents in one call, flat ids out (bpe's kernel call against
-  gigatoken's encode_batch, an awkward array);
+  gigatoken's encode_batch, an awkward array), and tiktoken's
+  encode_ordinary_batch on one thread (lists);
 * per document (``--per-document``): ``encode(doc)`` for each document, as users
   call it, ids as each library returns them, against gigatoken, tiktoken and
   Hugging Face tokenizers (the last on the first --hf-mb MB only: it is slow).
 
-    python benchmarks/bench_per_core.py --corpus ~/.cache/bpe-corpora/prose_en.txt --mb 10
-    python benchmarks/bench_per_core.py --corpus ~/.cache/bpe-corpora/prose_en.txt --mb 10 --per-document
+    python benchmarks/bench_per_core.py --corpus ~/.cache/bpe-corpora/prose_en.txt --mb 10 --json benchmarks/results/per_core_batch.jsonl
+    python benchmarks/bench_per_core.py --corpus ~/.cache/bpe-corpora/prose_en.txt --mb 10 --per-document --json benchmarks/results/per_core.jsonl
 
 gigatoken reads bpe's tokenizer.json export for gpt2 and the shipped rank files
 for cl100k_base and o200k_base (it recognises their patterns by file name);
@@ -103,7 +104,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--per-document", action="store_true", help="encode(doc) per document, all peers")
     parser.add_argument("--hf-mb", type=float, default=2, help="Hugging Face's share of the sample")
-    parser.add_argument("--json", help="with --per-document: append the rates to this JSON-lines file")
+    parser.add_argument("--json", help="append the rates to this JSON-lines file")
     args = parser.parse_args()
     _, documents, mb = read_sample(args.corpus, args.mb)
     if args.per_document:
@@ -119,27 +120,51 @@ def main() -> None:
                     f.write(json.dumps({"encoding": name, "corpus": os.path.basename(args.corpus), "mb": mb,
                                         "documents": len(documents), "mb_per_s": rates}) + "\n")
         return
+    import tiktoken
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
+    from tiktoken_reference import get_encoding
+
     print(f"{os.path.basename(args.corpus)}: {mb:.1f} MB, {len(documents)} documents, 1 thread, "
           f"best of {args.rounds} rounds, MB/s")
     for name in ("gpt2", "cl100k_base", "o200k_base"):
         tok = bpe.load(name)
         make = gigatoken_factory(name, tok)
-        best = dict.fromkeys(["bpe cold", "bpe warm", "gigatoken cold", "gigatoken warm"], float("inf"))
+        reference = get_encoding(name)
+        engines = ("bpe", "gigatoken", "tiktoken")
+        best = {(engine, kind): float("inf") for engine in engines for kind in ("cold", "warm")}
         for _ in range(args.rounds):
             tok.clear_cache()
-            for key in ("bpe cold", "bpe warm"):
+            for kind in ("cold", "warm"):
                 start = time.perf_counter()
                 ids, _ = tok.encoder.encode_strs(documents, [])
-                best[key] = min(best[key], time.perf_counter() - start)
+                best["bpe", kind] = min(best["bpe", kind], time.perf_counter() - start)
             giga = make()
-            for key in ("gigatoken cold", "gigatoken warm"):
+            for kind in ("cold", "warm"):
                 start = time.perf_counter()
                 theirs = giga.encode_batch(documents, parallel=False)
-                best[key] = min(best[key], time.perf_counter() - start)
+                best["gigatoken", kind] = min(best["gigatoken", kind], time.perf_counter() - start)
             assert np.array_equal(ids, awkward.to_numpy(awkward.flatten(theirs))), name
-        ratios = f"cold {best['gigatoken cold'] / best['bpe cold']:.2f}x, warm {best['gigatoken warm'] / best['bpe warm']:.2f}x"
-        print(f"{name:<12} " + "  ".join(f"{key} {mb / seconds:.0f}" for key, seconds in best.items())
-              + f"   (bpe / gigatoken: {ratios})")
+            # tiktoken keeps no cache: cold and warm are two runs of the same thing
+            fresh = tiktoken.Encoding(name, pat_str=reference._pat_str,
+                                      mergeable_ranks=reference._mergeable_ranks,
+                                      special_tokens=reference._special_tokens)
+            for kind in ("cold", "warm"):
+                start = time.perf_counter()
+                lists = fresh.encode_ordinary_batch(documents, num_threads=1)
+                best["tiktoken", kind] = min(best["tiktoken", kind], time.perf_counter() - start)
+            assert np.array_equal(ids, np.fromiter((i for ids_ in lists for i in ids_), dtype=np.uint32)), name
+        rates = {engine: {kind: mb / best[engine, kind] for kind in ("cold", "warm")} for engine in engines}
+        ratios = (f"cold {rates['bpe']['cold'] / rates['gigatoken']['cold']:.2f}x, "
+                  f"warm {rates['bpe']['warm'] / rates['gigatoken']['warm']:.2f}x")
+        print(f"{name:<12} " + "  ".join(f"{engine} {rate['cold']:.0f} / {rate['warm']:.0f}"
+                                        for engine, rate in rates.items())
+              + f"   (cold / warm; bpe / gigatoken: {ratios})", flush=True)
+        if args.json:
+            with open(args.json, "a", encoding="utf-8") as f:
+                f.write(json.dumps({"encoding": name, "corpus": os.path.basename(args.corpus), "mb": mb,
+                                    "documents": len(documents), "mode": "batch",
+                                    "mb_per_s": rates}) + "\n")
 
 
 if __name__ == "__main__":
