@@ -24,18 +24,16 @@ cdef enum:
     PATTERN_O200K = 2
 
 
-# A scan of valid UTF-8 ``s[:n]`` with a built-in pattern. The masks classify
-# the 64 bytes from ``block_start`` (see bpe/_classify.h); ``classify`` is NULL
-# when the byte-by-byte scanner alone runs. ``starts`` holds the pre-token
-# starts found at once in the 64 bytes from ``window`` (bit k for byte
-# window + k); a pre-token that starts at a bit of ``risky_starts``, or ends
-# at one of ``risky_ends``, is left to the byte-by-byte scanner (contractions).
+# A scan of valid UTF-8 ``s[:n]`` with a built-in pattern. ``classify`` makes
+# the masks of 64 bytes (see bpe/_classify.h), or is NULL when the byte-by-byte
+# scanner alone runs. ``starts`` holds the pre-token starts found at once in
+# the 64 bytes from ``window`` (bit k for byte window + k); a pre-token that
+# starts at a bit of ``risky_starts``, or ends at one of ``risky_ends``, is
+# left to the byte-by-byte scanner (contractions).
 cdef struct Scanner:
     const uint8_t* s
     Py_ssize_t n
     int pattern
-    Py_ssize_t block_start
-    ClassMasks masks
     classify_fn classify
     Py_ssize_t window
     uint64_t starts

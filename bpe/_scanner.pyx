@@ -6,7 +6,9 @@ With the ``regex`` module pre-tokenization runs at ~8 MB/s per core and makes a
 Python str per pre-token; it is most of training's time. These scanners walk the
 UTF-8 bytes once, look each code point up in a class table and decide where
 each pre-token ends exactly as ``regex`` would for that pattern — including the
-backtracking the patterns imply. Pre-tokens go straight into a C hash table
+backtracking the patterns imply. In ASCII text they go faster still: every
+pre-token start of a 64-byte window is found at once from SIMD class masks
+(see "64 bytes at once" below). Pre-tokens go straight into a C hash table
 (``Interner``) keyed by their bytes, with no Python object per pre-token.
 
 The class table is built from the running ``regex`` module (``bpe.unicode``) on
@@ -438,151 +440,15 @@ cdef Py_ssize_t next_pretoken(int pattern, const uint8_t* s, Py_ssize_t i,
     return next_o200k(s, i, n)
 
 
-# --------------------------------------------------------------------------- block masks
-#
-# The fast paths below are the scanners' own branches for a pre-token that
-# starts with ASCII letters or digits, with each run's end found in the block
-# masks (one count of trailing zeros) instead of byte by byte. Where a run meets
-# a non-ASCII byte, or a pre-token starts any other way, the byte-by-byte
-# scanner decides: the result is the same by construction, and
-# tests/test_native_pretok.py checks it with every path forced.
-
-cdef enum:
-    UPPER_BITS = 1
-    LOWER_BITS = 2
-    DIGIT_BITS = 4
-
-
 cdef void scanner_init(Scanner* sc, int pattern, const uint8_t* s, Py_ssize_t n) noexcept nogil:
     sc.s = s
     sc.n = n
     sc.pattern = pattern
-    sc.block_start = -64        # no block loaded
     sc.classify = CLASSIFY
     sc.window = -64             # no window of starts
     sc.starts = 0
     sc.risky_starts = 0
     sc.risky_ends = 0
-
-
-cdef inline void load_block(Scanner* sc, Py_ssize_t p) noexcept nogil:
-    """Classify the 64 bytes from ``p``; past the end, zero bytes (in no class)."""
-    cdef uint8_t padded[64]
-    if p + 64 <= sc.n:
-        sc.classify(sc.s + p, &sc.masks)
-    else:
-        memset(padded, 0, 64)
-        memcpy(padded, sc.s + p, sc.n - p)
-        sc.classify(padded, &sc.masks)
-    sc.block_start = p
-
-
-cdef inline Py_ssize_t ascii_run(Scanner* sc, Py_ssize_t p, int which) noexcept nogil:
-    """The end of the run from ``p`` of ASCII bytes in the classes ``which``."""
-    cdef uint64_t outside
-    cdef Py_ssize_t offset, taken
-    while p < sc.n:
-        offset = p - sc.block_start
-        if offset < 0 or offset >= 64:
-            load_block(sc, p)
-            offset = 0
-        outside = 0
-        if which & UPPER_BITS:
-            outside |= sc.masks.upper
-        if which & LOWER_BITS:
-            outside |= sc.masks.lower
-        if which & DIGIT_BITS:
-            outside |= sc.masks.digit
-        # Bits from p on; the vacated high bits read as outside, so a run that
-        # fills the block stops at its end and goes on in the next block.
-        outside = ~(outside >> offset)
-        taken = trailing_zeros(outside) if outside else 64
-        if taken < 64 - offset:
-            return p + taken
-        p += 64 - offset
-    return sc.n
-
-
-cdef inline Py_ssize_t letters(Scanner* sc, Py_ssize_t p) noexcept nogil:
-    """The end of the \\p{L} run from ``p``."""
-    cdef Py_ssize_t end = ascii_run(sc, p, UPPER_BITS | LOWER_BITS)
-    if end < sc.n and sc.s[end] >= 0x80:
-        return run_with(sc.s, end, sc.n, LETTER)
-    return end
-
-
-cdef inline Py_ssize_t numbers(Scanner* sc, Py_ssize_t p) noexcept nogil:
-    """The end of the \\p{N} run from ``p``."""
-    cdef Py_ssize_t end = ascii_run(sc, p, DIGIT_BITS)
-    if end < sc.n and sc.s[end] >= 0x80:
-        return run_with(sc.s, end, sc.n, NUMBER)
-    return end
-
-
-cdef inline bint ascii_letter_at(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
-    return i < n and s[i] < 0x80 and (CLASS[s[i]] & LETTER) != 0
-
-
-cdef inline Py_ssize_t fast_gpt2(Scanner* sc, Py_ssize_t i) noexcept nogil:
-    cdef const uint8_t* s = sc.s
-    cdef uint8_t b = s[i]
-    cdef uint8_t c
-    if b < 0x80:
-        c = CLASS[b]
-        if c & LETTER:                       # \p{L}+
-            return letters(sc, i + 1)
-        if c & NUMBER:                       # \p{N}+
-            return numbers(sc, i + 1)
-        if b == 32 and i + 1 < sc.n and s[i + 1] < 0x80:
-            c = CLASS[s[i + 1]]
-            if c & LETTER:                   # " \p{L}+"
-                return letters(sc, i + 2)
-            if c & NUMBER:                   # " \p{N}+"
-                return numbers(sc, i + 2)
-    return next_gpt2(s, i, sc.n)
-
-
-cdef inline Py_ssize_t fast_cl100k(Scanner* sc, Py_ssize_t i) noexcept nogil:
-    cdef const uint8_t* s = sc.s
-    cdef uint8_t b = s[i]
-    cdef uint8_t c
-    if b < 0x80:
-        c = CLASS[b]
-        if c & LETTER:                       # \p{L}++
-            return letters(sc, i + 1)
-        # [^\r\n\p{L}\p{N}]\p{L}++, unless "'" starts a contraction (tried first)
-        if not (c & NUMBER) and b != 13 and b != 10 and b != 39 and ascii_letter_at(s, i + 1, sc.n):
-            return letters(sc, i + 2)
-    return next_cl100k(s, i, sc.n)
-
-
-cdef inline Py_ssize_t fast_o200k(Scanner* sc, Py_ssize_t i) noexcept nogil:
-    cdef const uint8_t* s = sc.s
-    cdef Py_ssize_t n = sc.n
-    cdef uint8_t b = s[i]
-    cdef uint8_t c
-    cdef Py_ssize_t p, upper_end, end
-    if b >= 0x80:
-        return next_o200k(s, i, n)
-    c = CLASS[b]
-    if c & LETTER:
-        p = i
-    elif not (c & NUMBER) and b != 13 and b != 10 and ascii_letter_at(s, i + 1, n):
-        p = i + 1                            # the optional prefix P, taken
-    else:
-        return next_o200k(s, i, n)
-    # ASCII letters from p: U*W+ if lower-case letters follow the upper-case
-    # run, else U+ (with or without P, the same end: an ASCII upper-case letter
-    # is never W, so U* never gives one back).
-    upper_end = ascii_run(sc, p, UPPER_BITS)
-    if upper_end < n and s[upper_end] >= 0x80:
-        return next_o200k(s, i, n)           # may be U, W or a mark: the full rules
-    end = upper_end
-    if upper_end < n and (CLASS[s[upper_end]] & LOWERISH):
-        end = ascii_run(sc, upper_end + 1, LOWER_BITS)
-        if end < n and s[end] >= 0x80:
-            return next_o200k(s, i, n)
-    return with_contraction(s, end, n)
 
 
 # --------------------------------------------------------------------------- 64 bytes at once
@@ -591,10 +457,11 @@ cdef inline Py_ssize_t fast_o200k(Scanner* sc, Py_ssize_t i) noexcept nogil:
 # bytes' classes (below, for each pattern), so one window's masks give every
 # start in it with shifts and ands; the scan then hops from start to start by
 # counting trailing zeros, with no branch on what the text says. What the
-# rules leave out goes to the byte-by-byte scanners (the fast_* functions):
-# a start holding "'" (a contraction ends before the next start the rules
-# give), bytes too close to a non-ASCII one or to the window's end to be
-# decided, and pre-tokens longer than a window.
+# rules leave out goes to the byte-by-byte scanners: a pre-token a contraction
+# may start or extend, bytes too close to a non-ASCII one or to the window's
+# end to be decided, and pre-tokens longer than a window. So the splits are the
+# byte-by-byte scanners' by construction; tests/test_native_pretok.py checks
+# them with every path forced.
 
 cdef inline uint64_t gpt2_starts(const ClassMasks* m, uint64_t valid) noexcept nogil:
     """gpt2 starts a pre-token at byte k exactly when
@@ -788,11 +655,7 @@ cdef inline Py_ssize_t next_windowed(Scanner* sc, Py_ssize_t i) noexcept nogil:
         end = trailing_zeros(sc.starts)
         if not ((sc.risky_ends >> end) & 1):
             return i + end
-    if sc.pattern == PATTERN_GPT2:
-        return fast_gpt2(sc, i)
-    if sc.pattern == PATTERN_CL100K:
-        return fast_cl100k(sc, i)
-    return fast_o200k(sc, i)
+    return next_pretoken(sc.pattern, sc.s, i, sc.n)
 
 
 cdef Py_ssize_t scanner_next(Scanner* sc, Py_ssize_t i) noexcept nogil:
