@@ -19,7 +19,7 @@ takes O(n log n), never O(n^2). Scratch state lives in a ``Session`` that
 serves one call at a time, so one EncodeKernel is safely shared by threads
 that encode at the same time.
 """
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t, uintptr_t
 from libc.string cimport memcpy
 
 import numpy as np
@@ -574,6 +574,7 @@ cdef class EncodeKernel:
         cdef Needles found
         cdef Py_ssize_t t
         cdef int64_t bound = 0
+        cdef int64_t size
         cdef int status
         if pattern != WHOLE_SEGMENT:
             check_pattern(pattern)
@@ -586,28 +587,32 @@ cdef class EncodeKernel:
         id_offsets = np.empty(n_texts + 1, dtype=np.int64)
         cdef offset_t[::1] id_view = id_offsets
         needles_point_at(&found, needles)
+        # Any id covers at least one byte (empty special tokens never match), so
+        # ``bound`` ids always fit and the buffer is never grown. Without ``out``
+        # the ids go straight into the array returned, cut to size afterwards
+        # (numpy's realloc shrinks it in place), not into scratch space then
+        # copied: the copy, and faulting in scratch pages each call, cost more.
+        ids = np.empty(bound, dtype=np.uint32) if out is None else np.asarray(out)
         try:
-            if out is not None:
-                # Any id covers at least one byte (empty special tokens never match),
-                # so ``bound`` ids always fit and the buffer is never grown.
-                scratch.out.data = &out[0] if out.shape[0] > 0 else NULL
-                scratch.out.size = 0
-                scratch.out.capacity = out.shape[0]
-                scratch.out.borrowed = True
+            scratch.out.data = <out_id_t*><uintptr_t>ids.ctypes.data if bound > 0 else NULL
+            scratch.out.size = 0
+            scratch.out.capacity = ids.shape[0]
+            scratch.out.borrowed = True
             with nogil:
                 status = self._encode_texts(scratch, n_texts, texts, lengths, pattern, &found,
                                             &needle_ids[0] if needle_ids.shape[0] > 0 else NULL,
                                             &id_view[0])
             if status < 0:
                 raise MemoryError()
-            if out is not None:
-                return np.asarray(out)[:scratch.out.size], id_offsets
-            return ids_to_array(&scratch.out), id_offsets
+            size = scratch.out.size
         finally:
             needles_free(&found)
-            if out is not None:
-                scratch.out = own_out
+            scratch.out = own_out
             release_output(scratch)
+        if out is not None:
+            return ids[:size], id_offsets
+        ids.resize(size, refcheck=False)    # no view of it exists yet
+        return ids, id_offsets
 
     def encode_texts(self, Session session, const uint8_t[::1] data, const offset_t[::1] text_offsets,
                      int pattern, needles, const out_id_t[::1] needle_ids, out_id_t[::1] out=None):
