@@ -19,7 +19,7 @@ takes O(n log n), never O(n^2). Scratch state lives in a ``Session`` that
 serves one call at a time, so one EncodeKernel is safely shared by threads
 that encode at the same time.
 """
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t, uintptr_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t, uintptr_t
 from libc.string cimport memcpy
 
 import numpy as np
@@ -238,6 +238,7 @@ cdef class EncodeKernel:
     cdef:
         token_t byte_ids[256]
         BytesTable tokens
+        ShortCache short_tokens  # the tokens of 2 to SHORT_KEY_BYTES bytes: a miss's first probe
         PairMap pairs
         token_t* merged_id
         int32_t n_ranks
@@ -249,6 +250,11 @@ cdef class EncodeKernel:
         cdef Py_ssize_t t, k, split
         cdef int64_t entry, left, right, start, length
         cdef uint64_t prefix_hash
+        cdef int64_t n_short = 0
+        cdef int64_t short_slots
+        cdef ShortKey key
+        cdef ShortEntry* slot
+        cdef uint32_t token_id
         cdef const uint8_t* data = &token_data[0] if token_data.shape[0] > 0 else NULL
         # The tables are built first: __dealloc__ frees whatever was allocated.
         if (bytestable_init_sized(&self.tokens, n_tokens, token_data.shape[0]) < 0
@@ -274,6 +280,28 @@ cdef class EncodeKernel:
             if entry < 0:
                 raise MemoryError()
             id_to_entry.setdefault(token_ids[t], t)
+        # The short tokens again, in entries a short pre-token's key finds in one
+        # probe: the first thing a short pre-token missing from a session's
+        # cache asks is whether it is a token.
+        for t in range(n_tokens):
+            length = token_offsets[t + 1] - token_offsets[t]
+            if 2 <= length <= SHORT_KEY_BYTES:
+                n_short += 1
+        short_slots = 1024
+        while short_slots < 2 * n_short:
+            short_slots *= 2
+        if shortcache_init(&self.short_tokens, short_slots) < 0:
+            raise MemoryError()
+        for t in range(n_tokens):
+            length = token_offsets[t + 1] - token_offsets[t]
+            if 2 <= length <= SHORT_KEY_BYTES:
+                short_key(&key, data + token_offsets[t], length, length)
+                slot = shortcache_slot(&self.short_tokens, &key, length)
+                token_id = <uint32_t>token_ids[t]
+                if slot.length == 0:
+                    shortcache_insert(&self.short_tokens, slot, &key, length, &token_id, 1)
+                else:
+                    slot.ids[0] = token_id      # the later id, as in the token table
         # Every split of a merged token into two tokens is a pair that makes it.
         for k in range(self.n_ranks):
             self.merged_id[k] = ranked_ids[k]
@@ -305,6 +333,7 @@ cdef class EncodeKernel:
 
     def __dealloc__(self):
         bytestable_free(&self.tokens)
+        shortcache_free(&self.short_tokens)
         pairmap_free(&self.pairs)
         mem_free(self.merged_id)
 
@@ -410,9 +439,9 @@ cdef class EncodeKernel:
     cdef int _encode_piece(self, Scratch* s, const uint8_t* piece, int64_t n,
                            bint short_cached) noexcept nogil:
         """Append the ids of one pre-token to ``s.out``: a token's id, the general
-        cache's ids, or merged ones, which it then caches, unless ``short_cached``
-        says the caller caches them in the short cache (``_encode_short``). -1
-        when out of memory."""
+        cache's ids, or merged ones, which it then caches. ``short_cached`` says
+        the caller (``_encode_short``) has found the piece is no token and caches
+        up to INLINE_IDS ids itself. -1 when out of memory."""
         cdef int64_t entry, value, offset, count, before
         cdef uint64_t h
         if n == 0:
@@ -425,11 +454,12 @@ cdef class EncodeKernel:
             return 0
         # One hash for both tables: the token table, then this session's cache.
         h = hash_bytes(piece, n)
-        entry = slot_entry(self.tokens.slots[bytestable_slot(&self.tokens, piece, n, h)])
-        if entry >= 0:
-            s.out.data[s.out.size] = <out_id_t>self.tokens.values[entry]
-            s.out.size += 1
-            return 0
+        if not short_cached:
+            entry = slot_entry(self.tokens.slots[bytestable_slot(&self.tokens, piece, n, h)])
+            if entry >= 0:
+                s.out.data[s.out.size] = <out_id_t>self.tokens.values[entry]
+                s.out.size += 1
+                return 0
         if n <= CACHE_MAX_PIECE_BYTES:
             entry = slot_entry(s.cache.slots[bytestable_slot(&s.cache, piece, n, h)])
             if entry >= 0:
@@ -464,6 +494,7 @@ cdef class EncodeKernel:
         as ``_encode_piece`` finds them and cached here (if at most INLINE_IDS).
         ``s.out`` has room for ``n`` more ids. -1 when out of memory."""
         cdef ShortEntry* entry
+        cdef ShortEntry* token
         cdef int64_t before, count
         entry = shortcache_slot(&s.short, key, n)
         if entry.length != 0:
@@ -476,7 +507,11 @@ cdef class EncodeKernel:
             s.out.size += count
             return 0
         before = s.out.size
-        if self._encode_piece(s, piece, n, True) < 0:
+        token = shortcache_slot(&self.short_tokens, key, n)
+        if token.length != 0:
+            s.out.data[s.out.size] = token.ids[0]
+            s.out.size += 1
+        elif self._encode_piece(s, piece, n, True) < 0:
             return -1
         count = s.out.size - before
         if count > INLINE_IDS:
