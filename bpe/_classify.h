@@ -1,20 +1,19 @@
 /* Classify 64 bytes at once: which are ASCII upper-case letters, lower-case
- * letters, digits, whitespace, spaces, apostrophes and non-ASCII bytes, one
- * bit per byte (bit k for byte k).
+ * letters, digits, whitespace, spaces, CR/LF, apostrophes, slashes and
+ * non-ASCII bytes, one bit per byte (bit k for byte k).
  *
- * Why: the scanners (bpe/_scanner.pyx) spend most of their time walking runs
- * of letters byte by byte. With these masks the end of a run is one count of
- * trailing zeros. Every path gives the same masks; which one runs is chosen
- * once, at run time, from what the CPU supports (never from the build
- * machine's flags, so a wheel built here runs on any CPU of its architecture):
- * AVX2 or SSE2 on x86-64, NEON on arm64, a portable loop elsewhere.
- * classify_select() forces one, for tests and benchmarks.
+ * Why: from these masks the scanners (bpe/_scanner.pyx, "64 bytes at once")
+ * find every pre-token start of a window with shifts and ands, instead of
+ * walking the text byte by byte. Every path gives the same masks; which one
+ * runs is chosen once, at run time, from what the CPU supports (never from the
+ * build machine's flags, so a wheel built here runs on any CPU of its
+ * architecture): AVX2 or SSE2 on x86-64, NEON on arm64, a portable loop
+ * elsewhere. BPE_SIMD or bpe._scanner.select_simd forces one.
  */
 #ifndef BPE_CLASSIFY_H
 #define BPE_CLASSIFY_H
 
 #include <stdint.h>
-#include <string.h>
 
 typedef struct {
     uint64_t upper;   /* A-Z */
@@ -39,28 +38,20 @@ static inline int leading_zeros(uint64_t x) { return __builtin_clzll(x); }
 enum { CLASSIFY_SCALAR = 0, CLASSIFY_SSE2 = 1, CLASSIFY_AVX2 = 2, CLASSIFY_NEON = 3 };
 
 static inline void classify_scalar(const uint8_t *p, ClassMasks *out) {
-    uint64_t upper = 0, lower = 0, digit = 0, space = 0, blank = 0, newline = 0, quote = 0, slash = 0, high = 0;
+    ClassMasks m = {0};
     for (int k = 0; k < 64; k++) {
         uint8_t b = p[k];
-        upper |= (uint64_t)((uint8_t)(b - 'A') < 26) << k;
-        lower |= (uint64_t)((uint8_t)(b - 'a') < 26) << k;
-        digit |= (uint64_t)((uint8_t)(b - '0') < 10) << k;
-        space |= (uint64_t)((uint8_t)(b - 0x09) < 5 || b == ' ') << k;
-        blank |= (uint64_t)(b == ' ') << k;
-        newline |= (uint64_t)(b == '\r' || b == '\n') << k;
-        quote |= (uint64_t)(b == '\'') << k;
-        slash |= (uint64_t)(b == '/') << k;
-        high |= (uint64_t)(b >= 0x80) << k;
+        m.upper |= (uint64_t)((uint8_t)(b - 'A') < 26) << k;
+        m.lower |= (uint64_t)((uint8_t)(b - 'a') < 26) << k;
+        m.digit |= (uint64_t)((uint8_t)(b - '0') < 10) << k;
+        m.space |= (uint64_t)((uint8_t)(b - 0x09) < 5 || b == ' ') << k;
+        m.blank |= (uint64_t)(b == ' ') << k;
+        m.newline |= (uint64_t)(b == '\r' || b == '\n') << k;
+        m.quote |= (uint64_t)(b == '\'') << k;
+        m.slash |= (uint64_t)(b == '/') << k;
+        m.high |= (uint64_t)(b >= 0x80) << k;
     }
-    out->upper = upper;
-    out->lower = lower;
-    out->digit = digit;
-    out->space = space;
-    out->blank = blank;
-    out->newline = newline;
-    out->quote = quote;
-    out->slash = slash;
-    out->high = high;
+    *out = m;
 }
 
 #if defined(__x86_64__) || defined(_M_X64)
@@ -79,29 +70,22 @@ static inline uint64_t equal_sse2(__m128i v, uint8_t byte) {
 }
 
 static void classify_sse2(const uint8_t *p, ClassMasks *out) {
-    uint64_t upper = 0, lower = 0, digit = 0, space = 0, blank = 0, newline = 0, quote = 0, slash = 0, high = 0;
+    ClassMasks m = {0};
     for (int k = 0; k < 4; k++) {
         __m128i v = _mm_loadu_si128((const __m128i *)(p + 16 * k));
-        upper |= in_range_sse2(v, 'A', 26) << (16 * k);
-        lower |= in_range_sse2(v, 'a', 26) << (16 * k);
-        digit |= in_range_sse2(v, '0', 10) << (16 * k);
+        int at = 16 * k;
         uint64_t blanks = equal_sse2(v, ' ');
-        space |= (in_range_sse2(v, 0x09, 5) | blanks) << (16 * k);
-        blank |= blanks << (16 * k);
-        newline |= (equal_sse2(v, '\r') | equal_sse2(v, '\n')) << (16 * k);
-        quote |= equal_sse2(v, '\'') << (16 * k);
-        slash |= equal_sse2(v, '/') << (16 * k);
-        high |= (uint64_t)(uint16_t)_mm_movemask_epi8(v) << (16 * k);
+        m.upper |= in_range_sse2(v, 'A', 26) << at;
+        m.lower |= in_range_sse2(v, 'a', 26) << at;
+        m.digit |= in_range_sse2(v, '0', 10) << at;
+        m.space |= (in_range_sse2(v, 0x09, 5) | blanks) << at;
+        m.blank |= blanks << at;
+        m.newline |= (equal_sse2(v, '\r') | equal_sse2(v, '\n')) << at;
+        m.quote |= equal_sse2(v, '\'') << at;
+        m.slash |= equal_sse2(v, '/') << at;
+        m.high |= (uint64_t)(uint16_t)_mm_movemask_epi8(v) << at;
     }
-    out->upper = upper;
-    out->lower = lower;
-    out->digit = digit;
-    out->space = space;
-    out->blank = blank;
-    out->newline = newline;
-    out->quote = quote;
-    out->slash = slash;
-    out->high = high;
+    *out = m;
 }
 
 __attribute__((target("avx2")))
@@ -145,29 +129,22 @@ static inline uint64_t in_range_neon(uint8x16_t v, uint8_t lo, uint8_t width) {
 }
 
 static void classify_neon(const uint8_t *p, ClassMasks *out) {
-    uint64_t upper = 0, lower = 0, digit = 0, space = 0, blank = 0, newline = 0, quote = 0, slash = 0, high = 0;
+    ClassMasks m = {0};
     for (int k = 0; k < 4; k++) {
         uint8x16_t v = vld1q_u8(p + 16 * k);
-        upper |= in_range_neon(v, 'A', 26) << (16 * k);
-        lower |= in_range_neon(v, 'a', 26) << (16 * k);
-        digit |= in_range_neon(v, '0', 10) << (16 * k);
+        int at = 16 * k;
         uint64_t blanks = in_range_neon(v, ' ', 1);
-        space |= (in_range_neon(v, 0x09, 5) | blanks) << (16 * k);
-        blank |= blanks << (16 * k);
-        newline |= (in_range_neon(v, '\r', 1) | in_range_neon(v, '\n', 1)) << (16 * k);
-        quote |= in_range_neon(v, '\'', 1) << (16 * k);
-        slash |= in_range_neon(v, '/', 1) << (16 * k);
-        high |= in_range_neon(v, 0x80, 128) << (16 * k);
+        m.upper |= in_range_neon(v, 'A', 26) << at;
+        m.lower |= in_range_neon(v, 'a', 26) << at;
+        m.digit |= in_range_neon(v, '0', 10) << at;
+        m.space |= (in_range_neon(v, 0x09, 5) | blanks) << at;
+        m.blank |= blanks << at;
+        m.newline |= (in_range_neon(v, '\r', 1) | in_range_neon(v, '\n', 1)) << at;
+        m.quote |= in_range_neon(v, '\'', 1) << at;
+        m.slash |= in_range_neon(v, '/', 1) << at;
+        m.high |= in_range_neon(v, 0x80, 128) << at;
     }
-    out->upper = upper;
-    out->lower = lower;
-    out->digit = digit;
-    out->space = space;
-    out->blank = blank;
-    out->newline = newline;
-    out->quote = quote;
-    out->slash = slash;
-    out->high = high;
+    *out = m;
 }
 #endif
 

@@ -32,8 +32,7 @@ from bpe._memory cimport grow, mem_alloc, mem_free, reserve_fresh
 from bpe._pairmap cimport PairMap, pairmap_free, pairmap_get, pairmap_init, pairmap_set
 from bpe._scanner cimport Scanner, check_pattern, scanner_init, scanner_next
 from bpe._shortcache cimport (INLINE_IDS, SHORT_KEY_BYTES, ShortCache, ShortEntry, ShortKey, short_key,
-                              shortcache_clear, shortcache_free, shortcache_init, shortcache_insert,
-                              shortcache_slot)
+                              shortcache_free, shortcache_init, shortcache_insert, shortcache_slot)
 from bpe._specials cimport Needles, needles_free, needles_point_at, needles_restart, next_special
 from bpe._types cimport offset_t, out_id_t, pack_pair, token_t
 from bpe._utf8 cimport utf8_bound, write_utf8
@@ -124,8 +123,9 @@ cdef int scratch_init(Scratch* s) noexcept nogil:
     s.token_capacity = s.next_capacity = s.prev_capacity = s.heap_capacity = 0
     if shortcache_init(&s.short, SHORT_CACHE_SLOTS) < 0:
         return -1
-    # Sized for a busy cache from the start: growing from small rehashes every key
-    # several times over in each cold call.
+    # The general cache holds only what the short one cannot (longer pre-tokens,
+    # more ids), yet is sized for a busy call from the start: growing from small
+    # rehashes every key several times over in each cold call.
     return bytestable_init_sized(&s.cache, 1 << 13, 1 << 16)
 
 
@@ -514,12 +514,8 @@ cdef class EncodeKernel:
         elif self._encode_piece(s, piece, n, True) < 0:
             return -1
         count = s.out.size - before
-        if count > INLINE_IDS:
-            return 0
-        if s.short.n_entries >= s.short.max_entries:
-            shortcache_clear(&s.short)
-            entry = shortcache_slot(&s.short, key, n)
-        shortcache_insert(&s.short, entry, key, n, s.out.data + before, count)
+        if count <= INLINE_IDS:
+            shortcache_insert(&s.short, entry, key, n, s.out.data + before, count)
         return 0
 
     cdef int _encode_segment(self, Scratch* s, const uint8_t* data, int64_t n,

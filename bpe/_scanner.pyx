@@ -39,8 +39,7 @@ from bpe._bytestable cimport (OVERFLOW, BytesTable, bytestable_add, bytestable_f
                               hash_bytes)
 from bpe._checks cimport check_offsets
 from bpe._shortcache cimport (SHORT_KEY_BYTES, ShortCache, ShortEntry, ShortKey, short_key,
-                              shortcache_clear, shortcache_free, shortcache_init, shortcache_insert,
-                              shortcache_slot)
+                              shortcache_free, shortcache_init, shortcache_insert, shortcache_slot)
 from bpe._memory cimport mem_free
 from bpe._specials cimport Needles, find_spans, needles_free, needles_point_at
 from bpe._types cimport count_t, offset_t
@@ -61,7 +60,7 @@ cdef extern from "_classify.h":
     int leading_zeros(uint64_t x) noexcept nogil
 
 cdef enum:
-    FRONT_CACHE_SLOTS = 1 << 18     # an interner's front cache
+    FRONT_CACHE_SLOTS = 1 << 17     # an interner's front cache: 4 MiB, 2^16 entries
 
 cdef enum:
     LETTER = 1       # \p{L}
@@ -773,9 +772,6 @@ cdef class Interner:
                 status = bytestable_add(&self.table, s + i, length, 1, True)
                 if status < 0:
                     break
-                if front.n_entries >= front.max_entries:
-                    shortcache_clear(front)
-                    slot = shortcache_slot(front, &key, length)
                 entry = <uint32_t>status      # entries fit 32 bits (MAX_ENTRIES)
                 shortcache_insert(front, slot, &key, length, &entry, 1)
                 i = end

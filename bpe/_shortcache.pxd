@@ -1,5 +1,7 @@
-# A session's cache of short pre-tokens: key bytes and ids inline, one probe
-# touches one 32-byte entry (half a cache line) and nothing else.
+# A cache of short pre-tokens: key bytes and ids inline, one probe touches one
+# 32-byte entry (half a cache line) and nothing else. It serves an encoding
+# session (pre-token -> ids), the kernel's short tokens (-> id) and the
+# interner's front cache (-> its entry).
 #
 # Why: most pre-tokens are a few bytes long and repeat. In the general table
 # (``_bytestable.pxd``) a hit chases slot -> key offsets -> key bytes -> value ->
@@ -10,8 +12,8 @@
 # short ones of more than three ids, use the general path.
 #
 # Linear probing at a load factor of at most 1/2, in a table of fixed size: at
-# its budget of entries the owner clears it (``shortcache_clear``), so the
-# memory of a session stays bounded however much text it sees. (Growing by
+# its budget of entries an insert starts it afresh, so the memory of a session
+# stays bounded however much text it sees. (Growing by
 # doubling instead cost a cold pass over 10 MB of prose 15 % of its time.)
 from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memset
@@ -55,7 +57,7 @@ cdef struct ShortCache:
     void* block              # what was allocated (slots points into it)
     int64_t mask             # number of slots - 1 (a power of two)
     int64_t n_entries
-    int64_t max_entries      # the budget: at this many entries the owner clears the table
+    int64_t max_entries      # the budget: at this many entries an insert clears the table
 
 
 cdef inline uint64_t low_bytes(uint64_t word, int64_t n) noexcept nogil:
@@ -137,9 +139,12 @@ cdef inline ShortEntry* shortcache_slot(const ShortCache* c, const ShortKey* key
 cdef inline void shortcache_insert(ShortCache* c, ShortEntry* slot, const ShortKey* key, int64_t n,
                                    const uint32_t* ids, int64_t n_ids) noexcept nogil:
     """Store ``ids`` (1 to INLINE_IDS) for the key whose empty slot ``shortcache_slot``
-    returned. The owner keeps ``n_entries`` below ``max_entries`` by clearing,
-    so the load factor stays at most 1/2 and an empty slot always remains."""
+    returned. A table at its budget is cleared first, so the load factor stays
+    at most 1/2 and an empty slot always remains."""
     cdef int64_t k
+    if c.n_entries >= c.max_entries:
+        shortcache_clear(c)
+        slot = shortcache_slot(c, key, n)
     slot.key0 = key.word0
     slot.key1 = key.word1
     for k in range(n_ids):
