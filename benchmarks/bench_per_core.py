@@ -34,6 +34,7 @@ import numpy as np
 import bpe
 
 sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))   # tiktoken_reference
 from _measure import read_sample  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(bpe.__file__), "data")
@@ -52,13 +53,18 @@ def gigatoken_factory(name: str, tok: bpe.Tokenizer):
     return lambda: gigatoken.Tokenizer.from_tiktoken(path)
 
 
+def fresh_tiktoken(name: str, reference):
+    """A new tiktoken Encoding of ``reference``'s vocabulary: nothing carried over."""
+    import tiktoken
+
+    return tiktoken.Encoding(name, pat_str=reference._pat_str, mergeable_ranks=reference._mergeable_ranks,
+                             special_tokens=reference._special_tokens)
+
+
 def per_document(name: str, tok: bpe.Tokenizer, documents: list, mb: float, rounds: int,
                  hf_mb: float) -> dict:
     """Each engine's best cold and warm MB/s, calling encode per document."""
-    import tiktoken
     import tokenizers
-
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
     from tiktoken_reference import get_encoding
 
     reference = get_encoding(name)
@@ -75,10 +81,8 @@ def per_document(name: str, tok: bpe.Tokenizer, documents: list, mb: float, roun
     engines = {
         "bpe": (lambda: (tok.clear_cache(), tok)[1], lambda t, d: t.encode(d, allowed_special=set()), documents, mb),
         "gigatoken": (make_giga, lambda g, d: g.encode(d).tolist(), documents, mb),
-        "tiktoken": (lambda: tiktoken.Encoding(name, pat_str=reference._pat_str,
-                                               mergeable_ranks=reference._mergeable_ranks,
-                                               special_tokens=reference._special_tokens),
-                     lambda e, d: e.encode(d, disallowed_special=()), documents, mb),
+        "tiktoken": (lambda: fresh_tiktoken(name, reference), lambda e, d: e.encode(d, disallowed_special=()),
+                     documents, mb),
         "HF tokenizers": (lambda: tokenizers.Tokenizer.from_file(hf_path), lambda h, d: h.encode(d).ids,
                           hf_documents, hf_size),
     }
@@ -120,9 +124,6 @@ def main() -> None:
                     f.write(json.dumps({"encoding": name, "corpus": os.path.basename(args.corpus), "mb": mb,
                                         "documents": len(documents), "mb_per_s": rates}) + "\n")
         return
-    import tiktoken
-
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
     from tiktoken_reference import get_encoding
 
     print(f"{os.path.basename(args.corpus)}: {mb:.1f} MB, {len(documents)} documents, 1 thread, "
@@ -146,9 +147,7 @@ def main() -> None:
                 best["gigatoken", kind] = min(best["gigatoken", kind], time.perf_counter() - start)
             assert np.array_equal(ids, awkward.to_numpy(awkward.flatten(theirs))), name
             # tiktoken keeps no cache: cold and warm are two runs of the same thing
-            fresh = tiktoken.Encoding(name, pat_str=reference._pat_str,
-                                      mergeable_ranks=reference._mergeable_ranks,
-                                      special_tokens=reference._special_tokens)
+            fresh = fresh_tiktoken(name, reference)
             for kind in ("cold", "warm"):
                 start = time.perf_counter()
                 lists = fresh.encode_ordinary_batch(documents, num_threads=1)

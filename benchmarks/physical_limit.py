@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 
 import numpy as np
 
@@ -22,16 +21,7 @@ import bpe
 from bpe import _scanner
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _measure import read_sample  # noqa: E402
-
-
-def best_seconds(function, rounds: int) -> float:
-    best = float("inf")
-    for _ in range(rounds):
-        start = time.perf_counter()
-        function()
-        best = min(best, time.perf_counter() - start)
-    return best
+from _measure import best_of, read_sample  # noqa: E402
 
 
 def clock_hz() -> float:
@@ -56,20 +46,20 @@ def main() -> None:
     print(f"{'what':<34} {'MB/s':>8} {'bytes/cycle':>12}")
     for name, encoding in (("gpt2", "gpt2"), ("cl100k", "cl100k_base"), ("o200k", "o200k_base")):
         pattern = _scanner.PATTERN_IDS[name]
-        seconds = best_seconds(lambda: _scanner.split_offsets(data, pattern), args.rounds)
+        seconds = best_of(lambda: _scanner.split_offsets(data, pattern), args.rounds)
         print(f"{'scan, ' + name:<34} {len(data) / seconds / 1e6:>8.0f} {len(data) / seconds / hz:>12.3f}")
         encoder = bpe.load(encoding).encoder
         encoder.encode_strs(documents, [])
-        seconds = best_seconds(lambda: encoder.encode_strs(documents, []), args.rounds)
+        seconds = best_of(lambda: encoder.encode_strs(documents, []), args.rounds)
         print(f"{'encode warm, ' + encoding:<34} {len(data) / seconds / 1e6:>8.0f} "
               f"{len(data) / seconds / hz:>12.3f}")
     array = np.ones(1 << 27, dtype=np.uint64)        # 1 GiB
     target = np.empty_like(array)
     np.copyto(target, array)                            # fault the pages in first
-    seconds = best_seconds(lambda: array.sum(), 3)
+    seconds = best_of(lambda: array.sum(), 3)
     print(f"{'memory read (sum of 1 GiB)':<34} {array.nbytes / seconds / 1e6:>8.0f} "
           f"{array.nbytes / seconds / hz:>12.3f}")
-    seconds = best_seconds(lambda: np.copyto(target, array), 3)
+    seconds = best_of(lambda: np.copyto(target, array), 3)
     print(f"{'memory copy (1 GiB, read + write)':<34} {array.nbytes / seconds / 1e6:>8.0f} "
           f"{array.nbytes / seconds / hz:>12.3f}")
 

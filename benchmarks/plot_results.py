@@ -40,6 +40,15 @@ def latest(rows: list[dict], *keys: str) -> list[dict]:
     return list(kept.values())
 
 
+def cold_rates(name: str) -> dict[str, dict[str, float]]:
+    """bench_per_core.py's latest cold MB/s per engine, grouped by encoding and corpus."""
+    groups = {}
+    for row in latest(read(name), "encoding", "corpus"):
+        key = f"{row['encoding'].replace('_base', '')}\n{row['corpus'].split('_')[0]}"
+        groups[key] = {PER_CORE_NAMES[engine]: rate["cold"] for engine, rate in row["mb_per_s"].items()}
+    return groups
+
+
 def bars(ax, groups: dict[str, dict[str, float]], ylabel: str, title: str, fmt: str) -> None:
     names = sorted({name for values in groups.values() for name in values},
                    key=list(COLORS).index)
@@ -67,20 +76,10 @@ def main() -> None:
     bars(axes[0], groups, "seconds (lower is better)", "Training, 2 cores", "{:.1f}")
     axes[0].set_yscale("log")
 
-    batch = latest(read("per_core_batch.jsonl"), "encoding", "corpus")
-    groups = {}
-    for row in batch:
-        key = f"{row['encoding'].replace('_base', '')}\n{row['corpus'].split('_')[0]}"
-        groups[key] = {PER_CORE_NAMES[engine]: rate["cold"] for engine, rate in row["mb_per_s"].items()}
-    bars(axes[1], groups, "MB/s, one thread (higher is better)",
+    bars(axes[1], cold_rates("per_core_batch.jsonl"), "MB/s, one thread (higher is better)",
          "Encoding 10 MB in one batch call, cold, identical ids", "{:.0f}")
 
-    per_core = latest(read("per_core.jsonl"), "encoding", "corpus")
-    groups = {}
-    for row in per_core:
-        key = f"{row['encoding'].replace('_base', '')}\n{row['corpus'].split('_')[0]}"
-        groups[key] = {PER_CORE_NAMES[engine]: rate["cold"] for engine, rate in row["mb_per_s"].items()}
-    bars(axes[3], groups, "MB/s, one thread (higher is better)",
+    bars(axes[3], cold_rates("per_core.jsonl"), "MB/s, one thread (higher is better)",
          "Encoding document by document, cold, every peer", "{:.0f}")
 
     pure_path = os.path.join(RESULTS, "pure.json")   # pytest-benchmark's --benchmark-json output
