@@ -143,6 +143,11 @@ def test_tables_agree_with_regex_for_every_code_point():
         for match in regex.finditer(pattern, text):
             members[match.start()] = True
         assert np.array_equal((classes & bit) != 0, members), pattern
+    expected_fold = np.zeros(len(text), dtype=np.uint8)
+    for letter in unicode.CONTRACTION_LETTERS:
+        for match in regex.finditer("(?i)" + letter, text):
+            expected_fold[match.start()] = ord(letter)
+    assert np.array_equal(fold, expected_fold)
     assert fold[ord("S")] == ord("s") and fold[0x17F] == ord("s") and fold[ord("x")] == 0
 
 
