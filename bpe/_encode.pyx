@@ -29,12 +29,12 @@ from bpe._bytestable cimport (FNV_OFFSET, FNV_PRIME, BytesTable, bytestable_add,
                               bytestable_slot, hash_bytes, slot_entry)
 from bpe._checks cimport check_ids, check_offsets
 from bpe._memory cimport grow, mem_alloc, mem_free, reserve_fresh
-from bpe._pairmap cimport PairMap, pairmap_free, pairmap_get, pairmap_init, pairmap_set
+from bpe._pairmap cimport PairMap, pairmap_free, pairmap_get, pairmap_init, pairmap_prefetch, pairmap_set
 from bpe._scanner cimport Scanner, check_pattern, scanner_init, scanner_next
 from bpe._shortcache cimport (INLINE_IDS, SHORT_KEY_BYTES, ShortCache, ShortEntry, ShortKey, short_key,
                               shortcache_free, shortcache_init, shortcache_insert, shortcache_slot)
 from bpe._specials cimport Needles, needles_free, needles_point_at, needles_restart, next_special
-from bpe._types cimport offset_t, out_id_t, pack_pair, token_t
+from bpe._types cimport offset_t, out_id_t, pack_pair, pair_t, token_t
 from bpe._utf8 cimport utf8_bound, write_utf8
 
 cdef extern from "Python.h":
@@ -52,6 +52,7 @@ cdef enum:
     SHORT_CACHE_SLOTS = 1 << 18      # 8 MiB, touched as used; half as many entries, then afresh
     WHOLE_SEGMENT = -1               # "pattern" id: no pre-tokenization
     SCAN_BATCH = 64                  # pre-tokens scanned before they are looked up
+    PAIR_BATCH = 16                  # pairs of a token prefetched before they are entered
 
 
 cdef extern from *:
@@ -222,6 +223,23 @@ cdef inline int64_t heap_pop(int64_t* heap, int64_t* size) noexcept nogil:
     return top
 
 
+def _entry_of_id(token_ids, ranked_ids):
+    """For each ranked id, the index of the first token with that id, or -1
+    (int64). Ids are non-negative (checked before)."""
+    token_ids = np.asarray(token_ids, dtype=np.int64)
+    ranked_ids = np.asarray(ranked_ids, dtype=np.int64)
+    if len(token_ids) == 0:
+        return np.full(len(ranked_ids), -1, dtype=np.int64)
+    largest = max(int(token_ids.max()), int(ranked_ids.max()) if len(ranked_ids) else 0)
+    if largest < 4 * len(token_ids) + 1024:         # dense ids, as every tokenizer's: a lookup table
+        first = np.full(largest + 1, -1, dtype=np.int64)
+        first[token_ids[::-1]] = np.arange(len(token_ids) - 1, -1, -1)   # the last write (first t) wins
+        return first[ranked_ids]
+    order = np.argsort(token_ids, kind="stable")
+    at = np.minimum(np.searchsorted(token_ids[order], ranked_ids), len(order) - 1)
+    return np.where(token_ids[order][at] == ranked_ids, order[at], -1)
+
+
 cdef class EncodeKernel:
     """The encoding kernel of one vocabulary.
 
@@ -247,9 +265,8 @@ cdef class EncodeKernel:
                   const offset_t[::1] token_offsets, const token_t[::1] token_ids,
                   const token_t[::1] ranked_ids):
         cdef Py_ssize_t n_tokens = token_ids.shape[0]
-        cdef Py_ssize_t t, k, split
-        cdef int64_t entry, left, right, start, length
-        cdef uint64_t prefix_hash
+        cdef Py_ssize_t t, k
+        cdef int64_t start, length
         cdef int64_t n_short = 0
         cdef int64_t short_slots
         cdef ShortKey key
@@ -272,14 +289,10 @@ cdef class EncodeKernel:
         self.merged_id = <token_t*>mem_alloc(max(self.n_ranks, 1) * sizeof(token_t))
         if self.merged_id == NULL:
             raise MemoryError()
-        # id -> entry in the token table, to find a ranked token's bytes
-        id_to_entry = {}
         for t in range(n_tokens):
-            entry = bytestable_add(&self.tokens, data + token_offsets[t],
-                                   token_offsets[t + 1] - token_offsets[t], token_ids[t], False)
-            if entry < 0:
+            if bytestable_add(&self.tokens, data + token_offsets[t],
+                              token_offsets[t + 1] - token_offsets[t], token_ids[t], False) < 0:
                 raise MemoryError()
-            id_to_entry.setdefault(token_ids[t], t)
         # The short tokens again, in entries a short pre-token's key finds in one
         # probe: the first thing a short pre-token missing from a session's
         # cache asks is whether it is a token.
@@ -295,41 +308,91 @@ cdef class EncodeKernel:
         for t in range(n_tokens):
             length = token_offsets[t + 1] - token_offsets[t]
             if 2 <= length <= SHORT_KEY_BYTES:
-                short_key(&key, data + token_offsets[t], length, length)
+                short_key(&key, data + token_offsets[t], length, token_data.shape[0] - token_offsets[t])
                 slot = shortcache_slot(&self.short_tokens, &key, length)
                 token_id = <uint32_t>token_ids[t]
                 if slot.length == 0:
                     shortcache_insert(&self.short_tokens, slot, &key, length, &token_id, 1)
                 else:
                     slot.ids[0] = token_id      # the later id, as in the token table
+        entry_of_id = _entry_of_id(token_ids, ranked_ids)
+        cdef const int64_t[::1] entry_of = entry_of_id
         # Every split of a merged token into two tokens is a pair that makes it.
         for k in range(self.n_ranks):
             self.merged_id[k] = ranked_ids[k]
-            t = id_to_entry.get(ranked_ids[k], -1)
+            t = entry_of[k]
             if t < 0:
                 raise ValueError(f"ranked id {ranked_ids[k]} (rank {k}) is not among the token ids")
             start = token_offsets[t]
-            length = token_offsets[t + 1] - start
-            # Prefixes are hashed incrementally (FNV-1a extends byte by byte), so
-            # finding which prefixes are tokens costs O(length), not O(length^2):
+            if self._register_splits(<int32_t>k, data + start, token_offsets[t + 1] - start,
+                                     token_data.shape[0] - start) < 0:
+                raise MemoryError()
+
+    cdef int _register_splits(self, int32_t rank, const uint8_t* token, int64_t length,
+                              int64_t readable) noexcept nogil:
+        """Enter every split of ``token`` into two tokens in the pair map as made by
+        ``rank`` (unless an earlier rank makes it). -1 when out of memory.
+
+        Most of building a kernel is here, and each probe is a cache miss: so the
+        slots of the short prefixes and suffixes are prefetched first, and then
+        probed while the others are on their way; and the pairs found are
+        prefetched in the pair map before they are entered."""
+        cdef ShortKey prefix[SHORT_KEY_BYTES + 1]      # by length, 2 to SHORT_KEY_BYTES
+        cdef ShortKey suffix[SHORT_KEY_BYTES + 1]
+        cdef pair_t pairs[PAIR_BATCH]
+        cdef int64_t split, n, left, right, n_pairs = 0
+        cdef uint64_t prefix_hash = FNV_OFFSET
+        for n in range(2, min(length, SHORT_KEY_BYTES + 1)):
+            short_key(&prefix[n], token, n, readable)
+            prefetch(&self.short_tokens.slots[prefix[n].hash & <uint64_t>self.short_tokens.mask])
+            short_key(&suffix[n], token + length - n, n, readable - (length - n))
+            prefetch(&self.short_tokens.slots[suffix[n].hash & <uint64_t>self.short_tokens.mask])
+        for split in range(1, length):
+            # Longer prefixes are hashed incrementally (FNV-1a extends byte by byte),
+            # so finding which prefixes are tokens costs O(length), not O(length^2):
             # a legitimate token can be megabytes long. Only a prefix that is a
             # token has its suffix looked up.
-            prefix_hash = FNV_OFFSET
-            for split in range(1, length):
-                prefix_hash = (prefix_hash ^ data[start + split - 1]) * FNV_PRIME
-                left = slot_entry(self.tokens.slots[bytestable_slot(&self.tokens, data + start, split,
-                                                                    prefix_hash)])
-                if left < 0:
-                    continue
-                right = bytestable_find(&self.tokens, data + start + split, length - split)
-                if right < 0:
-                    continue
-                left = self.tokens.values[left]
-                right = self.tokens.values[right]
-                if pairmap_get(&self.pairs, pack_pair(<token_t>left, <token_t>right)) < 0:
-                    if pairmap_set(&self.pairs, pack_pair(<token_t>left, <token_t>right),
-                                   <int32_t>k) < 0:
-                        raise MemoryError()
+            prefix_hash = (prefix_hash ^ token[split - 1]) * FNV_PRIME
+            left = self._token_of(token, split, prefix, prefix_hash)
+            if left < 0:
+                continue
+            n = length - split
+            right = self._token_of(token + split, n, suffix,
+                                   hash_bytes(token + split, n) if n > SHORT_KEY_BYTES else 0)
+            if right < 0:
+                continue
+            pairs[n_pairs] = pack_pair(<token_t>left, <token_t>right)
+            pairmap_prefetch(&self.pairs, pairs[n_pairs])
+            n_pairs += 1
+            if n_pairs == PAIR_BATCH:
+                if self._register_pairs(pairs, n_pairs, rank) < 0:
+                    return -1
+                n_pairs = 0
+        return self._register_pairs(pairs, n_pairs, rank)
+
+    cdef int _register_pairs(self, const pair_t* pairs, int64_t n, int32_t rank) noexcept nogil:
+        """Enter each of ``pairs[:n]`` as made by ``rank`` unless an earlier rank makes
+        it. -1 when out of memory."""
+        cdef int64_t i
+        for i in range(n):
+            if pairmap_get(&self.pairs, pairs[i]) < 0 and pairmap_set(&self.pairs, pairs[i], rank) < 0:
+                return -1
+        return 0
+
+    cdef inline int64_t _token_of(self, const uint8_t* s, int64_t n, const ShortKey* keys,
+                                  uint64_t hash) noexcept nogil:
+        """The id of the token ``s[:n]``, or -1: a single byte from ``byte_ids``, up
+        to SHORT_KEY_BYTES from one probe of the short tokens with ``keys[n]``, a
+        longer one from the token table with its FNV-1a ``hash``."""
+        cdef ShortEntry* slot
+        cdef int64_t entry
+        if n == 1:
+            return self.byte_ids[s[0]]
+        if n <= SHORT_KEY_BYTES:
+            slot = shortcache_slot(&self.short_tokens, &keys[n], n)
+            return -1 if slot.length == 0 else slot.ids[0]
+        entry = slot_entry(self.tokens.slots[bytestable_slot(&self.tokens, s, n, hash)])
+        return -1 if entry < 0 else self.tokens.values[entry]
 
     def __dealloc__(self):
         bytestable_free(&self.tokens)
