@@ -24,7 +24,7 @@ compile_args = ["-O0", "-g", "-UNDEBUG"] if DEBUG else ["-O3"]
 extensions = [
     Extension(f"bpe.{name}", [f"bpe/{name}.pyx"], extra_compile_args=compile_args,
               define_macros=[("BPE_DEBUG_BUILD", "1" if DEBUG else "0")])
-    for name in ("_memory", "_types", "_scanner", "_encode", "_lists", "_train")
+    for name in ("_memory", "_types", "_scanner", "_encode", "_lists", "_train", "_rankfile")
 ]
 
 setup(

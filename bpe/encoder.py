@@ -31,6 +31,13 @@ def utf8(text: str) -> bytes:
         return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode("utf-8")
 
 
+def flatten(tokens: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray]:
+    """``tokens`` concatenated (uint8) and where each starts and ends (int64 offsets)."""
+    offsets = np.zeros(len(tokens) + 1, dtype=np.int64)
+    np.cumsum([len(token) for token in tokens], out=offsets[1:])
+    return np.frombuffer(b"".join(tokens), dtype=np.uint8), offsets
+
+
 class Encoder:
     """Encode text with one vocabulary (thread-safe; pools per-call sessions)."""
 
@@ -51,12 +58,11 @@ class Encoder:
                     source: Optional[str] = None) -> "Encoder":
         """``ids_by_bytes``: every ordinary token; ``ranked_ids``: merged tokens in merge order."""
         tokens = sorted(ids_by_bytes.items(), key=lambda item: item[1])
-        offsets = np.zeros(len(tokens) + 1, dtype=np.int64)
-        np.cumsum([len(token) for token, _ in tokens], out=offsets[1:])
+        token_data, token_offsets = flatten([token for token, _ in tokens])
         arrays = {
             "byte_ids": np.array([ids_by_bytes[bytes([b])] for b in range(256)], dtype=np.int32),
-            "token_data": np.frombuffer(b"".join(token for token, _ in tokens), dtype=np.uint8),
-            "token_offsets": offsets,
+            "token_data": token_data,
+            "token_offsets": token_offsets,
             "token_ids": np.array([token_id for _, token_id in tokens], dtype=np.int32),
             "ranked_ids": np.array(ranked_ids, dtype=np.int32),
         }
@@ -69,14 +75,13 @@ class Encoder:
     def __setstate__(self, state):
         self.__init__(state["arrays"], state["pattern"], state["special_tokens"], state.get("source"))
 
-    def split_ranked(self, tokens: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray]:
-        """Each ``tokens[k]`` (at least 2 bytes) merged with only the merges of rank
-        < k, in one kernel call: ``(parts, n_parts)``, the ids of the first two
-        parts of each (-1 where there are fewer) and how many there were. A merged
-        token of rank k comes out as exactly the two parts its merge joined."""
-        offsets = np.zeros(len(tokens) + 1, dtype=np.int64)
-        np.cumsum([len(token) for token in tokens], out=offsets[1:])
-        return self._kernel.split_ranked(np.frombuffer(b"".join(tokens), dtype=np.uint8), offsets)
+    def split_ranked(self, token_data: np.ndarray, token_offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each token k of ``token_data`` (``flatten``'s arrays; at least 2 bytes)
+        merged with only the merges of rank < k, in one kernel call: ``(parts,
+        n_parts)``, the ids of the first two parts of each (-1 where there are
+        fewer) and how many there were. A merged token of rank k comes out as
+        exactly the two parts its merge joined."""
+        return self._kernel.split_ranked(token_data, token_offsets)
 
     @contextlib.contextmanager
     def _session(self):

@@ -71,7 +71,7 @@ class Encoding:
         self._ranks = mergeable_ranks
         self._special_tokens = dict(tokenizer.special_tokens)
         self._special_token_values = set(self._special_tokens.values())
-        self.max_token_value = max(tokenizer.vocab)
+        self.max_token_value = tokenizer.n_vocab - 1
 
     def __repr__(self) -> str:
         return f"<Encoding {self.name!r}>"

@@ -28,8 +28,10 @@ import json
 import os
 from typing import Iterator, NamedTuple, Optional
 
+import numpy as np
 import regex
 
+from bpe._rankfile import parse_rank_lines
 from bpe.errors import TokenizerFileError
 from bpe.files import atomic_write_text
 from bpe.patterns import pattern_regex
@@ -53,6 +55,30 @@ class TokenizerData(NamedTuple):
     merges: Optional[list[Pair]]
     special_tokens: dict[str, int]
     pattern: Optional[str]
+
+
+class RankTable(NamedTuple):
+    """Ordinary tokens as flat arrays, in rank order (a rank is the token's id):
+    token i is ``token_data[token_offsets[i]:token_offsets[i + 1]]`` and its rank
+    ``ranks[i]``. Ranks strictly increase, and no token is given twice."""
+
+    token_data: np.ndarray     # uint8
+    token_offsets: np.ndarray  # int64, one more than there are tokens
+    ranks: np.ndarray          # int64
+
+    @classmethod
+    def from_vocab(cls, vocab: dict[int, bytes]) -> "RankTable":
+        """The table of ``{rank: token}`` (whose tokens are distinct)."""
+        items = sorted(vocab.items())
+        offsets = np.zeros(len(items) + 1, dtype=np.int64)
+        np.cumsum([len(token) for _, token in items], out=offsets[1:])
+        return cls(np.frombuffer(b"".join(token for _, token in items), dtype=np.uint8), offsets,
+                   np.array([rank for rank, _ in items], dtype=np.int64))
+
+    def tokens(self) -> list[bytes]:
+        """Each token's bytes, in rank order."""
+        data, offsets = self.token_data.tobytes(), self.token_offsets.tolist()
+        return [data[start:end] for start, end in zip(offsets, offsets[1:])]
 
 
 def _b64(data: bytes) -> str:
@@ -222,13 +248,11 @@ def _from_gpt2_text(text: str, where) -> bytes:
     return text.translate(table).encode("latin-1")
 
 
-def read_gpt2_files(vocab_json: str, merges_txt: str) -> tuple[dict[int, bytes], list[Pair]]:
-    """``(vocab, merges)`` from GPT-2's ``encoder.json``/``vocab.json`` and
-    ``vocab.bpe``/``merges.txt`` (with or without the ``#version`` line; ``.gz`` too)."""
-    vocab_json, merges_txt = os.fspath(vocab_json), os.fspath(merges_txt)
-    for path in (vocab_json, merges_txt):
-        if not os.path.exists(path):
-            raise FileNotFoundError(f"{path}: no such file")
+def read_gpt2_vocab(vocab_json) -> dict[int, bytes]:
+    """The ``{id: token}`` of GPT-2's ``encoder.json``/``vocab.json`` (``.gz`` too)."""
+    vocab_json = os.fspath(vocab_json)
+    if not os.path.exists(vocab_json):
+        raise FileNotFoundError(f"{vocab_json}: no such file")
     try:
         encoded = json.loads(_read_bytes(vocab_json).decode("utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
@@ -246,7 +270,17 @@ def read_gpt2_files(vocab_json: str, merges_txt: str) -> tuple[dict[int, bytes],
     if valid.fullmatch("".join(vocab.values())) is None:
         bad = next(text for text in vocab.values() if valid.fullmatch(text) is None)
         _from_gpt2_text(bad, lambda: f"{vocab_json}: token {bad!r}")      # raises, naming it
-    vocab = {token_id: text.translate(table).encode("latin-1") for token_id, text in vocab.items()}
+    return {token_id: text.translate(table).encode("latin-1") for token_id, text in vocab.items()}
+
+
+def read_gpt2_files(vocab_json: str, merges_txt: str) -> tuple[dict[int, bytes], list[Pair]]:
+    """``(vocab, merges)`` from GPT-2's ``encoder.json``/``vocab.json`` and
+    ``vocab.bpe``/``merges.txt`` (with or without the ``#version`` line; ``.gz`` too)."""
+    vocab_json, merges_txt = os.fspath(vocab_json), os.fspath(merges_txt)
+    if not os.path.exists(merges_txt):
+        raise FileNotFoundError(f"{merges_txt}: no such file")
+    vocab = read_gpt2_vocab(vocab_json)
+    table, valid = _gpt2_translation()
     lines = _Lines(merges_txt).lines
     first = 1 if lines and lines[0].startswith("#version") else 0
     # One check of the whole file, then a C call per token; a bad line is found
@@ -302,8 +336,8 @@ _b64decode = _strict_b64decode()
 def read_tiktoken_ranks(path) -> dict[int, bytes]:
     """A tiktoken rank file (plain or .gz): ``base64 rank`` per line -> {rank: bytes}.
 
-    Ranks are ASCII digits (``bytes.isdigit`` knows no others), each given once,
-    to one token given once; errors name the line."""
+    Ranks are ASCII digits (``bytes.isdigit`` knows no others) that fit 63 bits,
+    each given once, to one token given once; errors name the line."""
     path = os.fspath(path)
     items = []
     numbers = []
@@ -314,6 +348,9 @@ def read_tiktoken_ranks(path) -> dict[int, bytes]:
         if len(fields) != 2 or not fields[1].isdigit():
             raise TokenizerFileError(f"{path}, line {number}: expected '<base64> <rank>' with a rank "
                                      f"of ASCII digits, found {line[:60]!r}")
+        if int(fields[1]) >= 1 << 63:
+            raise TokenizerFileError(f"{path}, line {number}: rank {int(fields[1])} is larger than any "
+                                     "token id can be")
         try:
             items.append((int(fields[1]), _b64decode(fields[0])))
         except (ValueError, binascii.Error) as e:
@@ -330,6 +367,19 @@ def read_tiktoken_ranks(path) -> dict[int, bytes]:
             ranks.add(rank)
             tokens.add(token)
     return vocab
+
+
+def read_tiktoken_table(path) -> RankTable:
+    """``read_tiktoken_ranks`` as flat arrays: the same file, checks and errors.
+
+    A file in the shape tiktoken writes, ranks in order, is parsed natively
+    (``bpe._rankfile``: 0.01 s for o200k rather than 0.2 s); any other is read by
+    ``read_tiktoken_ranks``, which names the line of an error."""
+    path = os.fspath(path)
+    parsed = parse_rank_lines(_read_bytes(path))
+    if parsed is not None and bool(np.all(parsed[2][1:] > parsed[2][:-1])):
+        return RankTable(*parsed)
+    return RankTable.from_vocab(read_tiktoken_ranks(path))
 
 
 def write_tiktoken(path: str, data: TokenizerData) -> str:

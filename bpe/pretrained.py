@@ -1,14 +1,16 @@
 """The pretrained vocabularies shipped in the package (offline): gpt2, cl100k_base, o200k_base.
 
-``pretrained_data(name)`` reads one as plain data with the readers of
-``bpe.formats``: GPT-2's own files for gpt2, tiktoken's rank files for the
-others (their merges are recovered from the ranks by the tokenizer).
+``pretrained_table(name)`` reads one's ordinary tokens by rank with the readers
+of ``bpe.formats``: from GPT-2's ``encoder.json`` for gpt2 (its ids are its
+ranks: ``tests/test_pretrained.py`` checks that its ``vocab.bpe`` is what the
+ranks recover), from tiktoken's rank files for the others. The tokenizer
+recovers the merges from the ranks when they are first asked for.
 """
 from __future__ import annotations
 
 import os
 
-from bpe.formats import TokenizerData, read_gpt2_files, read_tiktoken_ranks
+from bpe.formats import RankTable, read_gpt2_vocab, read_tiktoken_table
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 
@@ -25,15 +27,15 @@ PRETRAINED = {
 ALIASES = {"r50k_base": "gpt2"}
 
 
-def pretrained_data(name: str) -> TokenizerData:
-    """The vocab, merges (None: recovered from the ranks), specials and pattern of ``name``."""
+def pretrained_table(name: str) -> tuple[RankTable, dict[str, int], str]:
+    """The ordinary tokens of ``name`` by rank (its ids), its special tokens and its pattern."""
     name = ALIASES.get(name, name)
     special_tokens, pattern = PRETRAINED[name]
     if name == "gpt2":
-        vocab, merges = read_gpt2_files(os.path.join(DATA, "gpt2_encoder.json.gz"),
-                                        os.path.join(DATA, "gpt2_vocab.bpe.gz"))
+        vocab = read_gpt2_vocab(os.path.join(DATA, "gpt2_encoder.json.gz"))
+        for token_id in special_tokens.values():    # its vocab lists <|endoftext|> too
+            del vocab[token_id]
+        table = RankTable.from_vocab(vocab)
     else:
-        vocab, merges = read_tiktoken_ranks(os.path.join(DATA, f"{name}.tiktoken.gz")), None
-    for token, token_id in special_tokens.items():
-        vocab[token_id] = token.encode("utf-8")
-    return TokenizerData(vocab, merges, dict(special_tokens), pattern)
+        table = read_tiktoken_table(os.path.join(DATA, f"{name}.tiktoken.gz"))
+    return table, dict(special_tokens), pattern

@@ -14,14 +14,14 @@ import numpy as np
 
 from bpe._lists import ids_to_list, ids_to_lists
 from bpe.encode_file import encode_file
-from bpe.encoder import Encoder
+from bpe.encoder import Encoder, flatten
 from bpe.errors import TokenizerFileError
-from bpe.formats import (FILE_NAME, HF_FILE_NAME, TokenizerData, huggingface_path, read_gpt2_files,
-                         read_huggingface, read_own, read_tiktoken_ranks, write_gpt2_files,
-                         write_huggingface, write_own, write_tiktoken)
+from bpe.formats import (FILE_NAME, HF_FILE_NAME, RankTable, TokenizerData, huggingface_path,
+                         read_gpt2_files, read_huggingface, read_own, read_tiktoken_table,
+                         write_gpt2_files, write_huggingface, write_own, write_tiktoken)
 from bpe.patterns import (canonical_pattern, compile_pattern, find_safe_cut, native_pattern_id,
                           regex_pretokens)
-from bpe.pretrained import ALIASES, PRETRAINED, pretrained_data
+from bpe.pretrained import ALIASES, PRETRAINED, pretrained_table
 from bpe.specials import check_special_tokens, refuse_disallowed, special_policy, special_spans
 from bpe.view import TokenComparison, TokenView
 
@@ -32,6 +32,12 @@ Pair = tuple[bytes, bytes]
 MAX_UNUSED_IDS = 1024
 #: encode_batch hands the kernel about this many characters (not bytes) per call.
 BATCH_CHARS = 1 << 18
+
+
+def _check_dense(largest: int, n_tokens: int) -> None:
+    if largest >= n_tokens + MAX_UNUSED_IDS:
+        raise ValueError(f"token ids are not dense: the largest is {largest} for "
+                         f"{n_tokens} tokens (at most {MAX_UNUSED_IDS} ids may be unused)")
 
 
 def batches(texts: Sequence[str]) -> list[list[str]]:
@@ -68,42 +74,160 @@ class Tokenizer:
     def __init__(self, vocab: Mapping[int, bytes], merges: Optional[Sequence[Pair]],
                  special_tokens: Union[Mapping[str, int], Sequence[str], None] = None,
                  *, pattern: Optional[str] = "gpt2"):
-        self.vocab = {int(i): bytes(b) for i, b in vocab.items()}
-        if len(self.vocab) != len(vocab) or not all(type(i) is int for i in vocab) or \
+        self._vocab = {int(i): bytes(b) for i, b in vocab.items()}
+        if len(self._vocab) != len(vocab) or not all(type(i) is int for i in vocab) or \
                 not all(type(b) is bytes for b in vocab.values()):
             self._check_vocab_types(vocab)
-        if self.vocab and (min(self.vocab) < 0 or not all(self.vocab.values())):
-            for token_id, token in self.vocab.items():
+        if self._vocab and (min(self._vocab) < 0 or not all(self._vocab.values())):
+            for token_id, token in self._vocab.items():
                 if token_id < 0:
                     raise ValueError(f"vocab id {token_id} is negative")
                 if not token:
                     raise ValueError(f"vocab id {token_id} is an empty token")
-        if self.vocab and max(self.vocab) >= len(self.vocab) + MAX_UNUSED_IDS:
-            raise ValueError(f"token ids are not dense: the largest is {max(self.vocab)} for "
-                             f"{len(self.vocab)} tokens (at most {MAX_UNUSED_IDS} ids may be unused)")
+        if self._vocab:
+            _check_dense(max(self._vocab), len(self._vocab))
         self.pattern = canonical_pattern(pattern)
         self.special_tokens = self._check_special_tokens(special_tokens)
         special_ids = set(self.special_tokens.values())
-        self._ids_by_bytes = {}
-        for token_id, token in sorted(self.vocab.items()):
+        self._by_bytes = {}
+        for token_id, token in sorted(self._vocab.items()):
             if token_id not in special_ids:
-                self._ids_by_bytes.setdefault(token, token_id)
+                self._by_bytes.setdefault(token, token_id)
+        self._table: Optional[RankTable] = None
         self._encoder_lock = threading.Lock()
         self._encoder: Optional[Encoder] = None
         #: The file this tokenizer was read from, if any (named in errors about its pattern).
         self.source: Optional[str] = None
         for byte in range(256):
-            if bytes([byte]) not in self._ids_by_bytes:
+            if bytes([byte]) not in self._by_bytes:
                 raise ValueError(f"the vocab has no token for byte {byte:#04x}")
-        self._n_vocab = max(self.vocab) + 1 if self.vocab else 0
+        self._n_vocab = max(self._vocab) + 1 if self._vocab else 0
         if merges is not None:
-            self.merges = self._check_merges(merges)
+            self._merges = self._check_merges(merges)
         else:
             # Recovering the merges builds the very Encoder that encoding needs (the
             # same tokens in the same order): keep it rather than build it again on
             # the first encode (0.4 s for o200k).
-            self.merges, encoder = self._merges_from_ranks()
+            self._merges, encoder = self._merges_from_ranks()
             self._set_encoder(encoder)
+
+    @classmethod
+    def _from_rank_table(cls, table: RankTable, special_tokens: Mapping[str, int], pattern: Optional[str],
+                         source: str, *, check_merges: bool = True) -> "Tokenizer":
+        """A tokenizer over a rank file's arrays (``formats.read_tiktoken_table``), with
+        the special tokens at the ids given; errors raise TokenizerFileError naming
+        ``source``.
+
+        The encoder is built straight from the arrays, and the dicts (``vocab``,
+        ``merges``, ids by bytes) only when first asked for: building them is most
+        of what loading o200k cost (0.7 s), and encoding and counting never need
+        them. With ``check_merges`` the merges are recovered at once, so that a
+        token that does not split into two earlier ones is refused at load, as the
+        constructor refuses it; only the shipped files, which the tests check,
+        skip it."""
+        special_ids = list(special_tokens.values())
+        if np.isin(np.array(special_ids, dtype=np.int64), table.ranks).any():
+            # A special token that takes an ordinary token's id replaces it: the
+            # dict path says what that means.
+            vocab = dict(zip(table.ranks.tolist(), table.tokens()))
+            for name, token_id in special_tokens.items():
+                vocab[token_id] = name.encode("utf-8")
+            return cls.from_data(TokenizerData(vocab, None, dict(special_tokens), pattern), source)
+        tokenizer = cls.__new__(cls)
+        try:
+            tokenizer._adopt_table(table, special_tokens, pattern)
+            if check_merges:
+                tokenizer._merges = tokenizer._merges_of_table()
+        except (ValueError, TypeError) as e:
+            raise TokenizerFileError(f"{source}: {e}") from None
+        tokenizer.source = tokenizer._encoder.source = source
+        return tokenizer
+
+    def _adopt_table(self, table: RankTable, special_tokens: Mapping[str, int], pattern: Optional[str]) -> None:
+        """``__init__``'s checks and state for ``_from_rank_table``, over the arrays."""
+        self.pattern = canonical_pattern(pattern)
+        check_special_tokens(list(special_tokens))
+        for name, token_id in special_tokens.items():
+            if isinstance(token_id, bool) or not isinstance(token_id, (int, np.integer)) or token_id < 0:
+                raise ValueError(f"special token {name!r} has id {token_id!r}, not an int >= 0")
+        self.special_tokens = {name: int(token_id) for name, token_id in special_tokens.items()}
+        data, offsets, ranks = table
+        lengths = np.diff(offsets)
+        if len(ranks) and lengths.min() == 0:
+            raise ValueError(f"vocab id {ranks[np.argmin(lengths)]} is an empty token")
+        largest = max([int(ranks[-1]) if len(ranks) else -1, *self.special_tokens.values()])
+        if largest >= 0:
+            _check_dense(largest, len(ranks) + len(self.special_tokens))
+        single = lengths == 1
+        byte_ids = np.full(256, -1, dtype=np.int32)
+        byte_ids[data[offsets[:-1][single]]] = ranks[single]      # tokens are distinct: one each
+        if (byte_ids < 0).any():
+            raise ValueError(f"the vocab has no token for byte {int(np.argmin(byte_ids)):#04x}")
+        self._table = table
+        self._vocab = self._by_bytes = self._merges = None
+        self._n_vocab = largest + 1
+        self.source = None
+        self._encoder_lock = threading.Lock()
+        self._encoder = None
+        self._set_encoder(Encoder({"byte_ids": byte_ids, "token_data": data, "token_offsets": offsets,
+                                   "token_ids": ranks.astype(np.int32),
+                                   "ranked_ids": ranks[~single].astype(np.int32)},
+                                  self.pattern, self.special_tokens))
+
+    @property
+    def vocab(self) -> dict[int, bytes]:
+        """Every token's bytes by id, special tokens included."""
+        if self._vocab is None:
+            self._unpack_table()
+        return self._vocab
+
+    @property
+    def merges(self) -> list[Pair]:
+        """The merges in the order they were learned (earliest = highest priority)."""
+        if self._merges is None:
+            self._merges = self._merges_of_table()
+        return self._merges
+
+    @property
+    def _ids_by_bytes(self) -> dict[bytes, int]:
+        """Each ordinary token's id by its bytes."""
+        if self._by_bytes is None:
+            self._unpack_table()
+        return self._by_bytes
+
+    def _unpack_table(self) -> None:
+        """``vocab`` and ids by bytes, from the rank table this tokenizer was loaded from."""
+        tokens = self._table.tokens()
+        ranks = self._table.ranks.tolist()
+        by_bytes = dict(zip(tokens, ranks))
+        vocab = dict(zip(ranks, tokens))
+        for name, token_id in self.special_tokens.items():
+            vocab[token_id] = name.encode("utf-8")
+        self._by_bytes = by_bytes
+        self._vocab = vocab
+
+    def _merges_of_table(self) -> list[Pair]:
+        """The merges recovered from the rank table (``_merges_from_ranks``, over arrays)."""
+        data, offsets, ranks = self._table
+        merged = np.diff(offsets) > 1
+        starts, lengths = offsets[:-1][merged], np.diff(offsets)[merged]
+        merged_offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=merged_offsets[1:])
+        # Each merged token's bytes, gathered: byte j of the result is data[start + j - its offset].
+        gather = np.arange(merged_offsets[-1]) + np.repeat(starts - merged_offsets[:-1], lengths)
+        parts, n_parts = self.encoder.split_ranked(data[gather], merged_offsets)
+        return self._merges_of_parts(ranks[merged].tolist(), parts, n_parts)
+
+    def _merges_of_parts(self, ranked: list[int], parts: np.ndarray, n_parts: np.ndarray) -> list[Pair]:
+        """The merges from ``Encoder.split_ranked``'s parts of the ``ranked`` tokens;
+        ValueError names a token that does not split into two earlier ones."""
+        vocab = self.vocab
+        bad = np.flatnonzero(n_parts != 2)
+        if len(bad):
+            token_id = ranked[bad[0]]
+            raise ValueError(f"token {token_id} {vocab[token_id]!r} does not split into "
+                             f"two earlier tokens (it splits into {n_parts[bad[0]]})")
+        return [(vocab[left], vocab[right]) for left, right in parts.tolist()]
 
     @staticmethod
     def _check_vocab_types(vocab: Mapping) -> None:
@@ -155,24 +279,18 @@ class Tokenizer:
         """Recover merges from id order: token k (after the bytes) is made by merging
         the two parts it splits into when only the merges before it apply."""
         special_ids = set(self.special_tokens.values())
-        ranked = [token_id for token_id, token in sorted(self.vocab.items())
+        ranked = [token_id for token_id, token in sorted(self._vocab.items())
                   if token_id not in special_ids and len(token) > 1
-                  and self._ids_by_bytes.get(token) == token_id]
+                  and self._by_bytes.get(token) == token_id]
         encoder, parts, n_parts = self._split_in_rank_order(ranked)
-        bad = np.flatnonzero(n_parts != 2)
-        if len(bad):
-            token_id = ranked[bad[0]]
-            raise ValueError(f"token {token_id} {self.vocab[token_id]!r} does not split into "
-                             f"two earlier tokens (it splits into {n_parts[bad[0]]})")
-        vocab = self.vocab
-        return [(vocab[left], vocab[right]) for left, right in parts.tolist()], encoder
+        return self._merges_of_parts(ranked, parts, n_parts), encoder
 
     def _split_in_rank_order(self, ranked: list[int]) -> tuple[Encoder, np.ndarray, np.ndarray]:
         """An encoder whose merged tokens are ``ranked`` (rank 0 first), and each of
         those tokens split by only the ranks before it (``Encoder.split_ranked``)."""
         encoder = Encoder.from_tokens(self._ids_by_bytes, ranked, self.pattern, self.special_tokens,
                                       self.source)
-        parts, n_parts = encoder.split_ranked([self.vocab[token_id] for token_id in ranked])
+        parts, n_parts = encoder.split_ranked(*flatten([self.vocab[token_id] for token_id in ranked]))
         return encoder, parts, n_parts
 
     @property
@@ -577,10 +695,7 @@ class Tokenizer:
         """Load a tiktoken rank file (``base64 rank`` lines; ``.gz`` too); merges are
         recovered from the ranks."""
         path = os.fspath(path)
-        vocab = read_tiktoken_ranks(path)
-        for name, token_id in (special_tokens or {}).items():
-            vocab[token_id] = name.encode("utf-8")
-        return cls.from_data(TokenizerData(vocab, None, dict(special_tokens or {}), pattern), path)
+        return cls._from_rank_table(read_tiktoken_table(path), dict(special_tokens or {}), pattern, path)
 
     def to_tiktoken(self, path) -> str:
         """Write the ordinary tokens as a tiktoken rank file (rank = id).
@@ -646,7 +761,10 @@ def _shared_encoder(fingerprint: Optional[str], encoder_state: dict) -> Encoder:
 
 @functools.lru_cache(maxsize=None)
 def _load_pretrained(name: str) -> Tokenizer:
-    return Tokenizer.from_data(pretrained_data(name), name)
+    # The shipped files are the authentic ones, and the tests check that their
+    # merges recover (tests/test_pretrained.py): a fresh process need not.
+    table, special_tokens, pattern = pretrained_table(name)
+    return Tokenizer._from_rank_table(table, special_tokens, pattern, name, check_merges=False)
 
 
 def load(name_or_path) -> Tokenizer:

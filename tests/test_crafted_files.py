@@ -1,13 +1,19 @@
 """Tokenizer files are untrusted input: every reader names the file and the line or
 field at fault with TokenizerFileError, and nothing allocates by a number read
 from a file before checking it against the file's own size."""
+import base64
 import gzip
 import json
 import time
 
+import hypothesis.strategies as st
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 import bpe
+from bpe._rankfile import parse_rank_lines
+from bpe.errors import TokenizerFileError
+from bpe.formats import RankTable, read_tiktoken_ranks, read_tiktoken_table
 
 from conftest import random_corpus
 
@@ -111,6 +117,53 @@ def test_tiktoken_ranks_are_checked_by_line(tmp_path, line, message):
     path.write_text("".join(tiktoken_lines()) + line, encoding="utf-8")
     with pytest.raises(bpe.TokenizerFileError, match=rf"bad.tiktoken, line 257: .*{message}"):
         bpe.Tokenizer.from_tiktoken(path, pattern="gpt2")
+
+
+def _table_or_error(read, path):
+    try:
+        table = read(path)
+    except TokenizerFileError as e:
+        return str(e)
+    return table.token_data.tobytes(), table.token_offsets.tolist(), table.ranks.tolist()
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(tokens=st.lists(st.binary(min_size=1, max_size=12), min_size=1, max_size=30, unique=True),
+       gaps=st.lists(st.integers(1, 3), min_size=30, max_size=30), shuffle=st.randoms(),
+       shuffled=st.booleans(),
+       edits=st.lists(st.tuples(st.integers(0, 1 << 16), st.sampled_from(
+           [b"\r", b" ", b"\n", b"=", b"\t", b"-", b"x", b"/", b"\xff", "٣".encode(), b"0" * 19, None])),
+           max_size=3))
+def test_the_native_rank_reader_agrees_with_the_python_one(tmp_path, tokens, gaps, shuffle, shuffled, edits):
+    # The native parser reads only tiktoken's own shape and leaves the rest to
+    # read_tiktoken_ranks: whatever the file, the table (or the error) is the same.
+    ranks = [sum(gaps[:i + 1]) for i in range(len(tokens))]
+    lines = [base64.b64encode(token) + b" %d\n" % rank for token, rank in zip(tokens, ranks)]
+    if shuffled:
+        shuffle.shuffle(lines)
+    raw = bytearray(b"".join(lines))
+    for at, edit in edits:
+        at %= len(raw)
+        if edit is None:
+            del raw[at]
+        else:
+            raw[at:at] = edit
+    path = tmp_path / "any.tiktoken"
+    path.write_bytes(bytes(raw))
+    assert _table_or_error(read_tiktoken_table, path) == \
+        _table_or_error(lambda p: RankTable.from_vocab(read_tiktoken_ranks(p)), path)
+    if not edits and not shuffled:          # tiktoken's own shape: the native parser reads it
+        assert parse_rank_lines(bytes(raw)) is not None
+
+
+@pytest.mark.parametrize("raw", [
+    b"AA== 0\n\n", b"AA==  0\n", b"AA==0\n", b"AA== 0\r\n", b" AA== 0\n", b"AA== \xd9\xa3\n",
+    b"AR== 0\n",                   # unused low bits set: Python decodes it, so it reads it
+    b"A=== 0\n", b"AA=A 0\n", b"AAA 0\n", b"AA== 0000000000000000000\n",
+    b"AA== 0\nAA== 1\n",            # a token given twice
+])
+def test_the_native_rank_parser_leaves_other_shapes_to_python(raw):
+    assert parse_rank_lines(raw) is None
 
 
 def test_a_huge_rank_is_refused_before_memory_is_sized_by_it(tmp_path):

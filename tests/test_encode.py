@@ -8,6 +8,7 @@ from hypothesis import given, settings
 
 import bpe
 from bpe import pure
+from bpe.encoder import flatten
 
 from conftest import SHAKESPEARE, random_corpus
 from test_native_pretok import PIECES
@@ -162,7 +163,7 @@ def test_merges_from_ranks_equal_the_trained_merges(seed):
     assert again.encode(random_corpus(seed + 7, n_words=300)) == tok.encode(random_corpus(seed + 7, n_words=300))
     tokens = [a + b for a, b in tok.merges]
     tokens[5], tokens[9] = tokens[9], tokens[5]          # out of rank order: token 5 comes out whole
-    parts, n_parts = tok.encoder.split_ranked(tokens)
+    parts, n_parts = tok.encoder.split_ranked(*flatten(tokens))
     ids = {token: token_id for token_id, token in tok.vocab.items()}
     for k, token in enumerate(tokens):
         expected = [ids[part] for part in pure.encode_piece(token, {a + b: r for r, (a, b)
@@ -436,3 +437,19 @@ def test_the_short_cache_starts_afresh_at_its_budget(pair):
     tok.clear_cache()
     assert tok.encode_ordinary(text) == expected
     assert tok.encode_ordinary(text[: len(text) // 3]) == reference.encode_ordinary(text[: len(text) // 3])
+
+
+def test_the_kernel_finds_ranked_tokens_by_sparse_ids_too():
+    # Building a kernel finds each ranked token by its id: through a lookup table
+    # when ids are dense (every tokenizer's), else by a search. Both must agree.
+    from bpe.encoder import Encoder
+
+    tok = bpe.train_from_iterator([random_corpus(5, n_words=2000)], 256 + 200, num_workers=1)
+    text = random_corpus(6, n_words=300)
+    expected = tok.encoder.encode_strs([text], [])[0].astype(np.int64)
+    arrays = tok.encoder._arrays
+    for scale in (3, 100_000):           # ids up to ~1 400 (dense), up to ~46 million (sparse)
+        scaled = {name: (array * scale).astype(np.int32) if name in ("byte_ids", "token_ids", "ranked_ids")
+                  else array for name, array in arrays.items()}
+        ids = Encoder(scaled, tok.pattern, {}).encode_strs([text], [])[0]
+        assert np.array_equal(ids, expected * scale)

@@ -136,6 +136,21 @@ def test_tiktoken_file_round_trip_for_cl100k(tmp_path):
     assert loaded == tok
 
 
+def test_a_special_token_on_an_ordinary_rank_replaces_that_token(trained, tmp_path):
+    # from_tiktoken reads the file as arrays, except here: the special token
+    # takes the id, and the ordinary token given that rank is gone.
+    path = trained.to_tiktoken(tmp_path / "trained.tiktoken")
+    taken = max(trained.vocab)          # the last merge: no later token is made from it
+    loaded = bpe.Tokenizer.from_tiktoken(path, pattern="o200k", special_tokens={"<|x|>": taken})
+    vocab = {token_id: token for token_id, token in trained.vocab.items()
+             if token_id not in trained.special_tokens.values()}
+    vocab[taken] = b"<|x|>"
+    expected = bpe.Tokenizer(vocab, None, {"<|x|>": taken}, pattern="o200k")
+    assert loaded == expected
+    for text in TEXTS:
+        assert loaded.encode(text) == expected.encode(text)
+
+
 def test_tiktoken_file_errors_name_the_line(tmp_path):
     (tmp_path / "bad.tiktoken").write_text("YQ== 0\nnot-base64!! 1\n", encoding="utf-8")
     with pytest.raises(bpe.TokenizerFileError, match=r"bad.tiktoken, line 2"):

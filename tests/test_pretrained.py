@@ -1,0 +1,39 @@
+"""The shipped vocabularies load by a fast path (``Tokenizer._from_rank_table``
+without checking merges, dicts built on first use); here they must equal what
+the checked path builds from the same files, and encode as tiktoken does."""
+import pytest
+
+import bpe
+from bpe.pretrained import pretrained_table
+from bpe.tokenizer import _load_pretrained
+
+from conftest import random_corpus
+from tiktoken_reference import get_encoding
+
+TEXT = random_corpus(11, special="<|endoftext|>") + " naïve café 日本語 👍 x\r\n\r\n  y 12345"
+
+
+@pytest.mark.parametrize("name", ["gpt2", "cl100k_base", "o200k_base"])
+def test_a_shipped_vocabulary_equals_the_checked_path(name):
+    loaded = _load_pretrained.__wrapped__(name)          # a fresh one, not the cached
+    ids = loaded.encode(TEXT)
+    assert loaded._vocab is None and loaded._merges is None, "encoding unpacked the dicts"
+    table, special_tokens, pattern = pretrained_table(name)
+    vocab = dict(zip(table.ranks.tolist(), table.tokens()))
+    for token, token_id in special_tokens.items():
+        vocab[token_id] = token.encode("utf-8")
+    checked = bpe.Tokenizer(vocab, None, special_tokens, pattern=pattern)   # recovers every merge
+    assert loaded.vocab == checked.vocab
+    assert loaded.merges == checked.merges
+    assert loaded.n_vocab == checked.n_vocab and loaded.special_tokens == checked.special_tokens
+    assert loaded.fingerprint() == checked.fingerprint()
+    assert ids == checked.encode(TEXT) == get_encoding(name).encode(TEXT, allowed_special="all")
+    assert loaded.decode(ids) == TEXT
+
+
+def test_the_tiktoken_front_door_does_not_unpack_the_dicts():
+    encoding = bpe.Encoding.from_tokenizer("o200k_base", _load_pretrained.__wrapped__("o200k_base"))
+    assert encoding.n_vocab == get_encoding("o200k_base").n_vocab
+    assert encoding.max_token_value == get_encoding("o200k_base").max_token_value
+    assert encoding.encode("hello world") == get_encoding("o200k_base").encode("hello world")
+    assert encoding.tokenizer._vocab is None
