@@ -671,7 +671,8 @@ cdef class EncodeKernel:
         cdef int64_t size
         cdef int status
         if pattern != WHOLE_SEGMENT:
-            check_pattern(pattern)
+            for t in range(n_texts):
+                check_pattern(pattern, texts[t], lengths[t])
         if needle_ids.shape[0] != len(needles):
             raise ValueError("one id is needed for each special token")
         for t in range(n_texts):

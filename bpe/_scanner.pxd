@@ -46,7 +46,8 @@ cdef void scanner_init(Scanner* sc, int pattern, const uint8_t* s, Py_ssize_t n)
 # The end of the pre-token that starts at byte ``i``.
 cdef Py_ssize_t scanner_next(Scanner* sc, Py_ssize_t i) noexcept nogil
 
-cdef int check_pattern(int pattern) except -1
+# Before a scan of the UTF-8 ``s[:n]``: a valid pattern id, and the tables built.
+cdef int check_pattern(int pattern, const uint8_t* s, Py_ssize_t n) except -1
 
 cdef class Interner:
     cdef BytesTable table

@@ -43,7 +43,7 @@ from bpe._shortcache cimport (SHORT_KEY_BYTES, ShortCache, ShortEntry, ShortKey,
 from bpe._memory cimport mem_free
 from bpe._specials cimport Needles, find_spans, needles_free, needles_point_at
 from bpe._types cimport count_t, offset_t
-from bpe._utf8 cimport first_invalid_utf8 as c_first_invalid_utf8
+from bpe._utf8 cimport all_ascii, first_invalid_utf8 as c_first_invalid_utf8
 
 import os
 import threading
@@ -71,10 +71,13 @@ cdef enum:
 
 PATTERN_IDS = {"gpt2": PATTERN_GPT2, "cl100k": PATTERN_CL100K, "o200k": PATTERN_O200K}
 
-# The tables, owned by numpy arrays kept alive in _tables; built on first use.
+# The tables, owned by numpy arrays kept alive in _tables; built on first use,
+# for the ASCII code points only until text that is not ASCII is scanned
+# (see ensure_tables).
 cdef const uint8_t* CLASS = NULL        # class bits by code point, 0x110000 entries
 cdef const uint8_t* FOLD = NULL         # case-folded ASCII letter by code point, or 0
-_tables = None
+cdef bint _every_code_point = False     # whether CLASS and FOLD cover every code point
+_tables = []
 _tables_lock = threading.Lock()
 
 # The block classifier scans use (bpe/_classify.h), or NULL for the byte-by-byte
@@ -133,24 +136,32 @@ cdef bint ascii_classes_agree(const uint8_t* classes) noexcept nogil:
     return True
 
 
-cdef int ensure_tables() except -1:
-    """Derive the class and fold tables from ``regex`` (``bpe.unicode``) once per process."""
-    global CLASS, FOLD, _tables
+cdef int ensure_tables(bint ascii_text=False) except -1:
+    """Derive the class and fold tables from ``regex`` (``bpe.unicode``) once per
+    process: for every code point, or with ``ascii_text`` (the text to scan is
+    ASCII) for the ASCII ones at least.
+
+    Deriving them for every code point takes 0.04 s, most of a fresh process's
+    first encode, when a scan of ASCII text reads 128 entries. So until text that
+    is not ASCII comes, the tables cover ASCII only (derived the same way in well
+    under a millisecond); then the full ones replace them. Their ASCII entries
+    are the same, so a scan of ASCII text running meanwhile sees no change."""
+    global CLASS, FOLD, _every_code_point
     cdef const uint8_t[::1] class_view
     cdef const uint8_t[::1] fold_view
-    if CLASS != NULL:
+    if _every_code_point or (ascii_text and CLASS != NULL):
         return 0
     with _tables_lock:
-        if CLASS != NULL:
+        if _every_code_point or (ascii_text and CLASS != NULL):
             return 0
-        from bpe.unicode import tables
+        from bpe.unicode import ascii_tables, tables
 
-        classes, fold = tables()
+        classes, fold = ascii_tables() if ascii_text else tables()
         classes = np.ascontiguousarray(classes, dtype=np.uint8)
         fold = np.ascontiguousarray(fold, dtype=np.uint8)
         if classes.shape != (0x110000,) or fold.shape != (0x110000,):
             raise ValueError("tables must have one entry per code point (0x110000)")
-        _tables = (classes, fold)
+        _tables.append((classes, fold))       # kept alive: a running scan may read the last ones
         class_view = classes
         fold_view = fold
         FOLD = &fold_view[0]
@@ -158,6 +169,7 @@ cdef int ensure_tables() except -1:
         # choice too (and FOLD).
         _choose_simd(&class_view[0])
         CLASS = &class_view[0]
+        _every_code_point = not ascii_text
     return 0
 
 
@@ -663,11 +675,14 @@ cdef Py_ssize_t scanner_next(Scanner* sc, Py_ssize_t i) noexcept nogil:
     return next_windowed(sc, i)
 
 
-cdef int check_pattern(int pattern) except -1:
-    """A valid native pattern id, with the tables its scanner reads built."""
+cdef int check_pattern(int pattern, const uint8_t* s, Py_ssize_t n) except -1:
+    """A valid native pattern id, with the tables its scanner reads for the
+    UTF-8 ``s[:n]`` built (looking at the text only while they cover ASCII alone)."""
     if pattern not in (PATTERN_GPT2, PATTERN_CL100K, PATTERN_O200K):
         raise ValueError(f"unknown native pattern id {pattern}")
-    return ensure_tables()
+    if _every_code_point:
+        return 0
+    return ensure_tables(all_ascii(s, n))
 
 
 def split_offsets(const uint8_t[::1] data, int pattern):
@@ -676,13 +691,13 @@ def split_offsets(const uint8_t[::1] data, int pattern):
     >>> split_offsets(b"Hi  there", PATTERN_IDS["gpt2"]).tolist()
     [0, 2, 3, 9]
     """
-    check_pattern(pattern)
     cdef Py_ssize_t n = data.shape[0]
+    cdef const uint8_t* s = &data[0] if n > 0 else NULL
+    check_pattern(pattern, s, n)
     out = np.empty(n + 1, dtype=np.int64)
     cdef offset_t[::1] offsets = out
     cdef Py_ssize_t i = 0
     cdef Py_ssize_t count = 0
-    cdef const uint8_t* s = &data[0] if n > 0 else NULL
     cdef Scanner scanner
     scanner_init(&scanner, pattern, s, n)
     with nogil:
@@ -728,11 +743,11 @@ cdef class Interner:
 
     def count(self, const uint8_t[::1] data, int pattern, Py_ssize_t start=0, Py_ssize_t stop=-1):
         """Pre-tokenize ``data[start:stop]`` with a built-in pattern and count each pre-token."""
-        check_pattern(pattern)
         if stop < 0:
             stop = data.shape[0]
         if not 0 <= start <= stop <= data.shape[0]:
             raise ValueError(f"bad range [{start}, {stop}) of {data.shape[0]} bytes")
+        check_pattern(pattern, &data[start] if start < stop else NULL, stop - start)
         if start == stop:
             return
         cdef const uint8_t* s = &data[0]

@@ -8,7 +8,24 @@
 #
 # One loop per storage width (a fused type), so the width is not tested per
 # character, and one pass: the output is sized by ``utf8_bound``, not measured.
-from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t
+from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.string cimport memcpy
+
+cdef inline bint all_ascii(const uint8_t* s, Py_ssize_t n) noexcept nogil:
+    """Whether ``s[:n]`` is all ASCII: eight bytes at a time."""
+    cdef Py_ssize_t i = 0
+    cdef uint64_t word
+    while i + 8 <= n:
+        memcpy(&word, s + i, 8)
+        if word & 0x8080808080808080ULL:
+            return False
+        i += 8
+    while i < n:
+        if s[i] >= 0x80:
+            return False
+        i += 1
+    return True
+
 
 ctypedef fused code_unit:
     uint8_t

@@ -8,12 +8,12 @@ import json
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import AbstractSet, Collection, Iterable, Iterator, Literal, Mapping, Optional, Sequence, Union
+from typing import (TYPE_CHECKING, AbstractSet, Collection, Iterable, Iterator, Literal, Mapping, Optional,
+                    Sequence, Union)
 
 import numpy as np
 
 from bpe._lists import ids_to_list, ids_to_lists
-from bpe.encode_file import encode_file
 from bpe.encoder import Encoder, flatten
 from bpe.errors import TokenizerFileError
 from bpe.formats import (FILE_NAME, HF_FILE_NAME, RankTable, TokenizerData, huggingface_path,
@@ -23,7 +23,9 @@ from bpe.patterns import (canonical_pattern, compile_pattern, find_safe_cut, nat
                           regex_pretokens)
 from bpe.pretrained import ALIASES, PRETRAINED, pretrained_table
 from bpe.specials import check_special_tokens, refuse_disallowed, special_policy, special_spans
-from bpe.view import TokenComparison, TokenView
+
+if TYPE_CHECKING:
+    from bpe.view import TokenComparison
 
 Pair = tuple[bytes, bytes]
 #: Ids must be dense: at most this many ids below the largest may be unused (the
@@ -483,6 +485,10 @@ class Tokenizer:
         nothing is left at ``output`` unless the run completes. Returns an
         ``EncodeSummary``. See ``bpe.encode_file``.
         """
+        # Imported here, as show's views are: loading a tokenizer and encoding text
+        # need neither, and a fresh process would pay for their imports (30 ms).
+        from bpe.encode_file import encode_file
+
         return encode_file(self, inputs, output, dtype=dtype, num_workers=num_workers,
                            allowed_special=allowed_special, errors=errors, progress=progress)
 
@@ -498,6 +504,8 @@ class Tokenizer:
     def show(self, text: str, *, name: str = "tokenizer", max_chars: Optional[int] = None) -> TokenComparison:
         """The tokens of ``text``, to look at: ``print()`` it in a terminal (coloured
         there), or leave it last in a notebook cell for the page view."""
+        from bpe.view import TokenComparison, TokenView
+
         return TokenComparison([TokenView.of(name, self, text, max_chars)])
 
     def token_id(self, token: bytes) -> Optional[int]:

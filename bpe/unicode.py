@@ -36,19 +36,33 @@ CLASS_PROPERTIES = {
 CONTRACTION_LETTERS = "sdmtlver"
 
 
-def all_code_points() -> str:
-    """Every code point once, in order, lone surrogates included."""
-    return np.arange(N_CODE_POINTS, dtype=np.uint32).tobytes().decode("utf-32-le", "surrogatepass")
+def all_code_points(stop: int = N_CODE_POINTS) -> str:
+    """Every code point below ``stop`` once, in order, lone surrogates included."""
+    return np.arange(stop, dtype=np.uint32).tobytes().decode("utf-32-le", "surrogatepass")
 
 
 @functools.lru_cache(maxsize=None)
 def tables() -> tuple[np.ndarray, np.ndarray]:
     """``(classes, fold)``: class bits and case-folded contraction letter, per code point.
 
-    Built on the first encode of every process, so built fast (0.04 s): one pass
-    of ``regex`` over all code points per property, and one for all the
-    contraction letters at once (the few code points found are then told apart)."""
-    text = all_code_points()
+    Built when a process first scans text that is not ASCII, so built fast
+    (0.04 s): one pass of ``regex`` over all code points per property, and one
+    for all the contraction letters at once over the letters and marks (the few
+    code points found are then told apart)."""
+    return _derive(N_CODE_POINTS)
+
+
+@functools.lru_cache(maxsize=None)
+def ascii_tables() -> tuple[np.ndarray, np.ndarray]:
+    """``tables`` for the ASCII code points, zero above them (as long, so that
+    any index is in bounds): all a scan of ASCII text reads, derived the same
+    way in well under a millisecond."""
+    return _derive(128)
+
+
+def _derive(stop: int) -> tuple[np.ndarray, np.ndarray]:
+    """``tables`` for the code points below ``stop``, zero above them."""
+    text = all_code_points(stop)
     members = {}
     for properties in CLASS_PROPERTIES.values():
         for prop in properties:
@@ -59,8 +73,13 @@ def tables() -> tuple[np.ndarray, np.ndarray]:
     classes = np.zeros(N_CODE_POINTS, dtype=np.uint8)
     for bit, properties in CLASS_PROPERTIES.items():
         classes[np.logical_or.reduce([members[prop] for prop in properties])] |= bit
+    # Case-insensitive matching is slow per code point (~13 ns), so the letters
+    # are looked for among letters and marks only: what folds onto a letter is a
+    # letter or a mark (U+017F, long s, for "s"). The test checks every code point.
+    cased = np.flatnonzero(members[r"\p{L}"] | members[r"\p{M}"]).astype(np.uint32)
     fold = np.zeros(N_CODE_POINTS, dtype=np.uint8)
-    for match in regex.finditer(f"(?i)[{CONTRACTION_LETTERS}]", text):
-        fold[match.start()] = next(ord(letter) for letter in CONTRACTION_LETTERS
-                                   if regex.fullmatch("(?i)" + letter, match.group()))
+    candidates = cased.tobytes().decode("utf-32-le", "surrogatepass")
+    for match in regex.finditer(f"(?i)[{CONTRACTION_LETTERS}]", candidates):
+        fold[cased[match.start()]] = next(ord(letter) for letter in CONTRACTION_LETTERS
+                                          if regex.fullmatch("(?i)" + letter, match.group()))
     return classes, fold

@@ -124,6 +124,74 @@ def test_the_environment_picks_the_path(path):
     assert default == [_scanner.simd_paths()[-1]]   # the fastest this CPU runs
 
 
+FIRST_ASCII_THEN_NOT = r"""
+import sys, threading
+from collections import Counter
+import regex
+sys.path.insert(0, {tests!r})
+import bpe
+from bpe import _scanner, unicode
+from bpe.patterns import PATTERNS
+from tiktoken_reference import get_encoding
+
+ascii_text = "It's 12345 the cat's  HAT!\n\n  x y" * 50
+mixed = "naïve café 日本語 ſ'S it's  12 ３４ Ǆemo ÀB"
+def split(text, name):
+    data = text.encode()
+    offsets = _scanner.split_offsets(data, _scanner.PATTERN_IDS[name])
+    return [data[a:b].decode() for a, b in zip(offsets, offsets[1:])]
+
+entry = {entry!r}
+if entry == "split_offsets":
+    assert split(ascii_text, "gpt2") == regex.findall(PATTERNS["gpt2"], ascii_text)
+elif entry == "count":
+    interner = _scanner.Interner()
+    interner.count(ascii_text.encode(), _scanner.PATTERN_IDS["o200k"])
+    data, offsets, counts = interner.arrays()
+    found = Counter({{bytes(data[a:b]): int(c) for a, b, c in zip(offsets, offsets[1:], counts)}})
+    assert found == Counter(t.encode() for t in regex.findall(PATTERNS["o200k"], ascii_text))
+else:
+    assert bpe.load("cl100k_base").encode(ascii_text) == get_encoding("cl100k_base").encode(ascii_text)
+assert len(_scanner._tables) == 1 and _scanner._tables[0][0] is unicode.ascii_tables()[0], "not ASCII only"
+
+# Scans of ASCII text go on while the first text that is not ASCII brings the full tables.
+expected = regex.findall(PATTERNS["cl100k"], ascii_text)
+agreed = []
+def scan_ascii():
+    for _ in range(300):
+        agreed.append(split(ascii_text, "cl100k") == expected)
+threads = [threading.Thread(target=scan_ascii) for _ in range(2)]
+for thread in threads:
+    thread.start()
+for name in PATTERNS:
+    assert split(mixed, name) == regex.findall(PATTERNS[name], mixed), name
+for thread in threads:
+    thread.join()
+assert len(agreed) == 600 and all(agreed)
+assert _scanner._tables[-1][0] is unicode.tables()[0]
+for name in ("gpt2", "cl100k_base", "o200k_base"):
+    assert bpe.load(name).encode(mixed + ascii_text) == get_encoding(name).encode(mixed + ascii_text), name
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("entry", ["split_offsets", "count", "encode"])
+def test_ascii_text_first_builds_the_ascii_tables_only(entry):
+    # A fresh process that first scans ASCII text derives the tables of the
+    # ASCII code points alone; the first text that is not ASCII brings the full
+    # ones, and scans running meanwhile stay exact.
+    code = FIRST_ASCII_THEN_NOT.format(tests=os.path.dirname(os.path.abspath(__file__)), entry=entry)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.split() == ["ok"], out.stderr[-3000:]
+
+
+def test_the_ascii_tables_are_the_full_tables_ascii_part():
+    classes, fold = unicode.tables()
+    ascii_classes, ascii_fold = unicode.ascii_tables()
+    assert np.array_equal(ascii_classes[:128], classes[:128]) and not ascii_classes[128:].any()
+    assert np.array_equal(ascii_fold[:128], fold[:128]) and not ascii_fold[128:].any()
+
+
 @pytest.mark.parametrize("context", ["{c}", "a{c}", " {c}a", "{c}{c}x", "'{c}", "A{c}b", "{c}\n", "1{c}2"])
 def test_every_code_point_in_context(context):
     # Each code point once, between neighbours that exercise its class.
