@@ -67,12 +67,12 @@ def _derive(stop: int) -> tuple[np.ndarray, np.ndarray]:
     for properties in CLASS_PROPERTIES.values():
         for prop in properties:
             if prop not in members:
-                members[prop] = np.zeros(N_CODE_POINTS, dtype=bool)
+                members[prop] = np.zeros(stop, dtype=bool)
                 for match in regex.finditer(prop + "+", text):
                     members[prop][match.start():match.end()] = True
     classes = np.zeros(N_CODE_POINTS, dtype=np.uint8)
     for bit, properties in CLASS_PROPERTIES.items():
-        classes[np.logical_or.reduce([members[prop] for prop in properties])] |= bit
+        classes[:stop][np.logical_or.reduce([members[prop] for prop in properties])] |= bit
     # Case-insensitive matching is slow per code point (~13 ns), so the letters
     # are looked for among letters and marks only: what folds onto a letter is a
     # letter or a mark (U+017F, long s, for "s"). The test checks every code point.
