@@ -26,7 +26,7 @@ import functools
 import gzip
 import json
 import os
-from typing import Iterator, NamedTuple, Optional
+from typing import Iterable, Iterator, NamedTuple, Optional
 
 import numpy as np
 import regex
@@ -250,6 +250,30 @@ def _from_gpt2_text(text: str, where) -> bytes:
 
 def read_gpt2_vocab(vocab_json) -> dict[int, bytes]:
     """The ``{id: token}`` of GPT-2's ``encoder.json``/``vocab.json`` (``.gz`` too)."""
+    table, _ = _gpt2_translation()
+    return {token_id: text.translate(table).encode("latin-1")
+            for token_id, text in _read_gpt2_texts(vocab_json).items()}
+
+
+def read_gpt2_table(vocab_json, skip_ids: Iterable[int] = ()) -> RankTable:
+    """``read_gpt2_vocab`` as a table (GPT-2's ids are its ranks), without the ids
+    ``skip_ids``: one translation of all the tokens' text, not one per token."""
+    texts = _read_gpt2_texts(vocab_json)
+    for token_id in skip_ids:
+        texts.pop(token_id, None)
+    ranks = sorted(texts)
+    ordered = [texts[rank] for rank in ranks]
+    table, _ = _gpt2_translation()
+    data = "".join(ordered).translate(table).encode("latin-1")      # one byte per character
+    offsets = np.zeros(len(ordered) + 1, dtype=np.int64)
+    np.cumsum([len(text) for text in ordered], out=offsets[1:])
+    # The texts are a JSON object's keys, so no token is given twice.
+    return RankTable(np.frombuffer(data, dtype=np.uint8), offsets, np.array(ranks, dtype=np.int64))
+
+
+def _read_gpt2_texts(vocab_json) -> dict[int, str]:
+    """The ``{id: token text}`` of a GPT-2 vocab file, every text checked to be
+    GPT-2's printable form of bytes."""
     vocab_json = os.fspath(vocab_json)
     if not os.path.exists(vocab_json):
         raise FileNotFoundError(f"{vocab_json}: no such file")
@@ -270,7 +294,7 @@ def read_gpt2_vocab(vocab_json) -> dict[int, bytes]:
     if valid.fullmatch("".join(vocab.values())) is None:
         bad = next(text for text in vocab.values() if valid.fullmatch(text) is None)
         _from_gpt2_text(bad, lambda: f"{vocab_json}: token {bad!r}")      # raises, naming it
-    return {token_id: text.translate(table).encode("latin-1") for token_id, text in vocab.items()}
+    return vocab
 
 
 def read_gpt2_files(vocab_json: str, merges_txt: str) -> tuple[dict[int, bytes], list[Pair]]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from bpe.formats import RankTable, read_gpt2_vocab, read_tiktoken_table
+from bpe.formats import RankTable, read_gpt2_table, read_tiktoken_table
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 
@@ -32,10 +32,8 @@ def pretrained_table(name: str) -> tuple[RankTable, dict[str, int], str]:
     name = ALIASES.get(name, name)
     special_tokens, pattern = PRETRAINED[name]
     if name == "gpt2":
-        vocab = read_gpt2_vocab(os.path.join(DATA, "gpt2_encoder.json.gz"))
-        for token_id in special_tokens.values():    # its vocab lists <|endoftext|> too
-            del vocab[token_id]
-        table = RankTable.from_vocab(vocab)
+        # Its vocab lists <|endoftext|> too, as an ordinary token.
+        table = read_gpt2_table(os.path.join(DATA, "gpt2_encoder.json.gz"), special_tokens.values())
     else:
         table = read_tiktoken_table(os.path.join(DATA, f"{name}.tiktoken.gz"))
     return table, dict(special_tokens), pattern

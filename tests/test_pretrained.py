@@ -37,3 +37,18 @@ def test_the_tiktoken_front_door_does_not_unpack_the_dicts():
     assert encoding.max_token_value == get_encoding("o200k_base").max_token_value
     assert encoding.encode("hello world") == get_encoding("o200k_base").encode("hello world")
     assert encoding.tokenizer._vocab is None
+
+
+def test_the_gpt2_table_is_the_gpt2_vocab():
+    import os
+
+    import numpy as np
+
+    from bpe.formats import RankTable, read_gpt2_table, read_gpt2_vocab
+    from bpe.pretrained import DATA
+
+    path = os.path.join(DATA, "gpt2_encoder.json.gz")
+    vocab = read_gpt2_vocab(path)
+    del vocab[50256]
+    table, expected = read_gpt2_table(path, [50256]), RankTable.from_vocab(vocab)
+    assert all(np.array_equal(a, b) for a, b in zip(table, expected))
