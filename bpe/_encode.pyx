@@ -562,11 +562,18 @@ cdef class EncodeKernel:
         entry = shortcache_slot(&s.short, key, n)
         if entry.length != 0:
             count = entry.n_ids
-            s.out.data[s.out.size] = entry.ids[0]
-            if count > 1:
+            if s.out.size + INLINE_IDS <= s.out.capacity:
+                # All three stored, then the size moved past those that count:
+                # no branch on how many there are, which the CPU cannot guess.
+                s.out.data[s.out.size] = entry.ids[0]
                 s.out.data[s.out.size + 1] = entry.ids[1]
-                if count > 2:
-                    s.out.data[s.out.size + 2] = entry.ids[2]
+                s.out.data[s.out.size + 2] = entry.ids[2]
+            else:
+                s.out.data[s.out.size] = entry.ids[0]
+                if count > 1:
+                    s.out.data[s.out.size + 1] = entry.ids[1]
+                    if count > 2:
+                        s.out.data[s.out.size + 2] = entry.ids[2]
             s.out.size += count
             return 0
         before = s.out.size
@@ -609,17 +616,16 @@ cdef class EncodeKernel:
                 i = scanner_next(&scanner, i)
                 length = i - spans[batch].start
                 spans[batch].length = length
-                if 2 <= length <= SHORT_KEY_BYTES:
+                if length <= SHORT_KEY_BYTES:
                     short_key(&spans[batch].key, data + spans[batch].start, length, n - spans[batch].start)
                     prefetch(&s.short.slots[spans[batch].key.hash & <uint64_t>s.short.mask])
                 batch += 1
             for k in range(batch):
                 start = spans[k].start
                 length = spans[k].length
-                if length == 1:
-                    s.out.data[s.out.size] = <out_id_t>self.byte_ids[data[start]]
-                    s.out.size += 1
-                    continue
+                # Single bytes too go through the short cache (their 256 entries
+                # stay in L1): a branch on "one byte or more", a third of
+                # pre-tokens at random, cost more in mispredictions than the probe.
                 if length <= SHORT_KEY_BYTES:
                     status = self._encode_short(s, data + start, length, &spans[k].key)
                 else:
@@ -687,9 +693,10 @@ cdef class EncodeKernel:
         # the ids go straight into the array returned, cut to size afterwards
         # (numpy's realloc shrinks it in place), not into scratch space then
         # copied: the copy, and faulting in scratch pages each call, cost more.
-        ids = np.empty(bound, dtype=np.uint32) if out is None else np.asarray(out)
+        # INLINE_IDS more let a short-cache hit store all its ids unconditionally.
+        ids = np.empty(bound + INLINE_IDS, dtype=np.uint32) if out is None else np.asarray(out)
         try:
-            scratch.out.data = <out_id_t*><uintptr_t>ids.ctypes.data if bound > 0 else NULL
+            scratch.out.data = <out_id_t*><uintptr_t>ids.ctypes.data if ids.shape[0] > 0 else NULL
             scratch.out.size = 0
             scratch.out.capacity = ids.shape[0]
             scratch.out.borrowed = True

@@ -453,3 +453,20 @@ def test_the_kernel_finds_ranked_tokens_by_sparse_ids_too():
                   else array for name, array in arrays.items()}
         ids = Encoder(scaled, tok.pattern, {}).encode_strs([text], [])[0]
         assert np.array_equal(ids, expected * scale)
+
+
+def test_short_cache_hits_fill_an_output_of_exactly_the_bound():
+    # A hit stores its three inline ids at once when the output has room past
+    # them, and only those that count where it has not: an output given as
+    # exactly one id per byte, filled by one-id-per-byte pre-tokens to its end.
+    tok = bpe.load("gpt2")
+    reference = get_encoding("gpt2")
+    for text in ["a\n" * 40, ("a\nʬ\n" * 20) + "ʬ", ("ʬ\n" * 30) + "ʬʬ"]:
+        data = text.encode()
+        expected = reference.encode(text)
+        assert tok.encode(text) == expected
+        for _ in range(2):                                   # cold, then every pre-token a hit
+            room = np.full(len(data) + 3, 7, dtype=np.uint32)
+            ids = tok.encoder.encode_utf8(data, [], room[:len(data)])
+            assert ids.tolist() == expected
+            assert room[len(data):].tolist() == [7, 7, 7], "wrote past the output"
