@@ -14,6 +14,9 @@ from libc.stdint cimport int64_t
 
 cdef void* mem_alloc(size_t size) noexcept nogil
 cdef void* mem_calloc(size_t count, size_t size) noexcept nogil
+# For tables of megabytes probed at random: on huge pages where the OS gives
+# them, so a probe does not also miss the TLB (freed with mem_free).
+cdef void* mem_alloc_huge(size_t size) noexcept nogil
 cdef void* mem_resize(void* block, size_t size) noexcept nogil
 cdef void mem_free(void* block) noexcept nogil
 

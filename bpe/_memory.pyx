@@ -26,6 +26,39 @@ cdef void* mem_alloc(size_t size) noexcept nogil:
     return malloc(size)
 
 
+cdef extern from *:
+    """
+    #include <stdlib.h>
+    #if defined(__linux__)
+    #include <sys/mman.h>
+    #endif
+    /* A block of at least 2 MiB on 2 MiB boundaries, advised to be backed by
+       huge pages where Linux offers them (transparent huge pages in "madvise"
+       mode, the common default, give them only to blocks that ask). The advice
+       may be refused: the block then has ordinary pages. free() releases it. */
+    static void* bpe_alloc_huge(size_t size) {
+    #if defined(__linux__) && defined(MADV_HUGEPAGE)
+        const size_t huge = (size_t)2 << 20;
+        void* block = NULL;
+        if (size >= huge) {
+            if (posix_memalign(&block, huge, size) != 0)
+                return NULL;
+            (void)madvise(block, size, MADV_HUGEPAGE);
+            return block;
+        }
+    #endif
+        return malloc(size);
+    }
+    """
+    void* bpe_alloc_huge(size_t size) nogil
+
+
+cdef void* mem_alloc_huge(size_t size) noexcept nogil:
+    if injected_failure():
+        return NULL
+    return bpe_alloc_huge(size)
+
+
 cdef void* mem_calloc(size_t count, size_t size) noexcept nogil:
     if injected_failure():
         return NULL

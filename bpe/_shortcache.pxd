@@ -18,7 +18,7 @@
 from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memset
 
-from bpe._memory cimport mem_alloc, mem_free
+from bpe._memory cimport mem_alloc_huge, mem_free
 
 
 cdef extern from *:
@@ -103,7 +103,7 @@ cdef inline int shortcache_init(ShortCache* c, int64_t n_slots) noexcept nogil:
     The slots are zeroed here, in order, rather than left to calloc's lazy
     pages: probes touch pages at random, and faulting them in one by one made
     a cold pass over 10 MB of prose 15 % slower."""
-    c.block = mem_alloc((<size_t>n_slots + 1) * sizeof(ShortEntry))
+    c.block = mem_alloc_huge((<size_t>n_slots + 1) * sizeof(ShortEntry))
     if c.block != NULL:
         memset(c.block, 0, (<size_t>n_slots + 1) * sizeof(ShortEntry))
     c.slots = <ShortEntry*>((<size_t>c.block + 31) & ~(<size_t>31))
