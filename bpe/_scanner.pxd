@@ -16,6 +16,7 @@ cdef extern from "_classify.h":
         uint64_t slash
         uint64_t high
     ctypedef void (*classify_fn)(const uint8_t* p, ClassMasks* out) noexcept nogil
+    int trailing_zeros(uint64_t x) noexcept nogil
 
 
 cdef enum:
@@ -43,8 +44,25 @@ cdef struct Scanner:
 
 cdef void scanner_init(Scanner* sc, int pattern, const uint8_t* s, Py_ssize_t n) noexcept nogil
 
-# The end of the pre-token that starts at byte ``i``.
-cdef Py_ssize_t scanner_next(Scanner* sc, Py_ssize_t i) noexcept nogil
+# The end of the pre-token at ``i`` when ``scanner_next`` cannot read it from
+# the window of starts it holds: a new window, or the byte-by-byte scanner.
+cdef Py_ssize_t scanner_next_slow(Scanner* sc, Py_ssize_t i) noexcept nogil
+
+
+cdef inline Py_ssize_t scanner_next(Scanner* sc, Py_ssize_t i) noexcept nogil:
+    """The end of the pre-token that starts at byte ``i``: the window's next start
+    where it has one (inline here, in the caller's loop: most pre-tokens end
+    there), else ``scanner_next_slow``'s answer."""
+    cdef Py_ssize_t offset = i - sc.window
+    cdef uint64_t after
+    cdef int end
+    if 0 <= offset < 63 and not ((sc.risky_starts >> offset) & 1):
+        after = sc.starts & (~(<uint64_t>0) << (offset + 1))
+        if after:
+            end = trailing_zeros(after)
+            if not ((sc.risky_ends >> end) & 1):
+                return sc.window + end
+    return scanner_next_slow(sc, i)
 
 # Before a scan of the UTF-8 ``s[:n]``: a valid pattern id, and the tables built.
 cdef int check_pattern(int pattern, const uint8_t* s, Py_ssize_t n) except -1

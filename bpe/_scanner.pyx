@@ -56,7 +56,6 @@ cdef extern from "_classify.h":
     int classify_supported(int path) noexcept nogil
     classify_fn classify_function(int path) noexcept nogil
     int classify_best() noexcept nogil
-    int trailing_zeros(uint64_t x) noexcept nogil
     int leading_zeros(uint64_t x) noexcept nogil
 
 cdef enum:
@@ -648,31 +647,19 @@ cdef void load_window(Scanner* sc, Py_ssize_t p) noexcept nogil:
         sc.risky_ends = 0
 
 
-cdef inline Py_ssize_t next_windowed(Scanner* sc, Py_ssize_t i) noexcept nogil:
-    """The end of the pre-token at ``i``: the next start of the window, loaded
-    afresh at ``i`` when the current one has none after ``i``; else (and for a
-    start holding "'") the byte-by-byte scanner's."""
-    cdef Py_ssize_t offset = i - sc.window
-    cdef uint64_t after
+cdef Py_ssize_t scanner_next_slow(Scanner* sc, Py_ssize_t i) noexcept nogil:
+    """(See _scanner.pxd.) A window loaded afresh at ``i``, whose first start after
+    ``i`` ends the pre-token; else (and for a start holding "'") the byte-by-byte
+    scanner's end. The scanner without a classifier never has a window."""
     cdef int end
-    if 0 <= offset < 63 and not ((sc.risky_starts >> offset) & 1):
-        after = sc.starts & (~(<uint64_t>0) << (offset + 1))
-        if after:
-            end = trailing_zeros(after)
-            if not ((sc.risky_ends >> end) & 1):
-                return sc.window + end
+    if sc.classify == NULL:
+        return next_pretoken(sc.pattern, sc.s, i, sc.n)
     load_window(sc, i)
     if sc.starts and not (sc.risky_starts & 1):
         end = trailing_zeros(sc.starts)
         if not ((sc.risky_ends >> end) & 1):
             return i + end
     return next_pretoken(sc.pattern, sc.s, i, sc.n)
-
-
-cdef Py_ssize_t scanner_next(Scanner* sc, Py_ssize_t i) noexcept nogil:
-    if sc.classify == NULL:
-        return next_pretoken(sc.pattern, sc.s, i, sc.n)
-    return next_windowed(sc, i)
 
 
 cdef int check_pattern(int pattern, const uint8_t* s, Py_ssize_t n) except -1:
