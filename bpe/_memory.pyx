@@ -43,7 +43,9 @@ cdef extern from *:
         if (size >= huge) {
             if (posix_memalign(&block, huge, size) != 0)
                 return NULL;
-            (void)madvise(block, size, MADV_HUGEPAGE);
+            /* Whole huge pages only: a tail past the last one (a cache's slot
+               of alignment slack) would otherwise take a 2 MiB page itself. */
+            (void)madvise(block, size & ~(huge - 1), MADV_HUGEPAGE);
             return block;
         }
     #endif
