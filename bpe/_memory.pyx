@@ -54,6 +54,26 @@ cdef extern from *:
     """
     void* bpe_alloc_huge(size_t size) nogil
 
+cdef extern from *:
+    """
+    #if defined(__GLIBC__)
+    #include <malloc.h>
+    static void bpe_release_free_memory(void) { (void)malloc_trim(0); }
+    #else
+    static void bpe_release_free_memory(void) {}
+    #endif
+    """
+    void bpe_release_free_memory() nogil
+
+
+def release_free_memory():
+    """Give the OS back what was freed but kept by the allocator (glibc keeps
+    freed blocks in its arenas, the worker threads' too; elsewhere a no-op).
+    Training calls it between counting and the merge loop, so the merge loop's
+    memory is not stacked on what counting no longer uses."""
+    with nogil:
+        bpe_release_free_memory()
+
 
 cdef void* mem_alloc_huge(size_t size) noexcept nogil:
     if injected_failure():

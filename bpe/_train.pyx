@@ -44,6 +44,7 @@ cdef enum:
     INVARIANT_BROKEN = -2
     COUNT_OVERFLOW = -3      # a pair's count would pass int64
     WORD_PREFETCH = 16       # words of a merge prefetched ahead of the one rewritten
+    WORD_LIST_SMALLEST = 4   # a pair's first list of words: most pairs made by merges are in few
 
 cdef extern from *:
     """
@@ -257,7 +258,7 @@ cdef class MergeState:
         if self.pair_last_word[pair] == word:
             return 0
         if words.size == capacity:
-            if grow(<void**>&words.ids, &capacity, words.size + 1, sizeof(int32_t), 16) < 0:
+            if grow(<void**>&words.ids, &capacity, words.size + 1, sizeof(int32_t), WORD_LIST_SMALLEST) < 0:
                 return -1
             words.capacity = <int32_t>capacity
         words.ids[words.size] = word

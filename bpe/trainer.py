@@ -4,6 +4,7 @@ from __future__ import annotations
 import warnings
 from typing import Iterable, Optional, Sequence
 
+from bpe._memory import release_free_memory
 from bpe._train import MergeState
 from bpe.counting import PretokenCounts, count_pretokens, count_pretokens_from_iterator
 from bpe.progress import progress_bar
@@ -50,6 +51,9 @@ def train_from_counts(counts: PretokenCounts, vocab_size: int, special_tokens: S
         raise ValueError(f"{len(counts)} distinct pre-tokens: more than the kernel's int32 word ids")
     # Each merge shortens some pre-token by at least one token, so there can be no
     # more merges than bytes: room for more would only be memory never used.
+    # What counting freed (its chunks and interners) goes back to the OS first, so
+    # that the merge loop's memory does not stack on it at the peak.
+    release_free_memory()
     state = MergeState(counts.data, counts.offsets, counts.counts, min(n_wanted, len(counts.data)))
     bar = progress_bar(progress, n_wanted, "merging", unit="merge")
     with bar:
