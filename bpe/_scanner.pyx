@@ -667,9 +667,12 @@ cdef int check_pattern(int pattern, const uint8_t* s, Py_ssize_t n) except -1:
     UTF-8 ``s[:n]`` built (looking at the text only while they cover ASCII alone)."""
     if pattern not in (PATTERN_GPT2, PATTERN_CL100K, PATTERN_O200K):
         raise ValueError(f"unknown native pattern id {pattern}")
+    cdef bint ascii_text
     if _every_code_point:
         return 0
-    return ensure_tables(all_ascii(s, n))
+    with nogil:                 # a pass over the text: other threads need not wait for it
+        ascii_text = all_ascii(s, n)
+    return ensure_tables(ascii_text)
 
 
 def split_offsets(const uint8_t[::1] data, int pattern):
