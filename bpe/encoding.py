@@ -12,7 +12,6 @@ from __future__ import annotations
 import bisect
 import functools
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from typing import AbstractSet, Collection, Literal, Optional, Sequence, Union
 
 import numpy as np
@@ -313,10 +312,14 @@ class Encoding:
 
     def decode_batch(self, batch: Sequence[Sequence[int]], *, errors: str = "replace",
                      num_threads: int = 8) -> list[str]:
+        from concurrent.futures import ThreadPoolExecutor      # on use: loading never needs it
+
         with ThreadPoolExecutor(num_threads) as pool:
             return list(pool.map(functools.partial(self.decode, errors=errors), batch))
 
     def decode_bytes_batch(self, batch: Sequence[Sequence[int]], *, num_threads: int = 8) -> list[bytes]:
+        from concurrent.futures import ThreadPoolExecutor      # on use: loading never needs it
+
         with ThreadPoolExecutor(num_threads) as pool:
             return list(pool.map(self.decode_bytes, batch))
 

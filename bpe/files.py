@@ -7,7 +7,6 @@ new one, never a half-written one.
 from __future__ import annotations
 
 import os
-import secrets
 import stat
 from typing import Iterable, Union
 
@@ -105,7 +104,7 @@ def create_temporary(directory: str, prefix: str = ".tmp-", suffix: str = "") ->
     gives any new file: the file is renamed into place as an output.
     """
     while True:
-        path = os.path.join(directory, f"{prefix}{secrets.token_hex(6)}{suffix}")
+        path = os.path.join(directory, f"{prefix}{os.urandom(6).hex()}{suffix}")
         try:
             return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), path
         except FileExistsError:

@@ -26,6 +26,7 @@ import functools
 import gzip
 import json
 import os
+import zlib
 from typing import Iterable, Iterator, NamedTuple, Optional
 
 import numpy as np
@@ -85,20 +86,22 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
-def _open_binary(path: str):
-    """``path`` opened for reading bytes, through gzip when it ends in ``.gz``."""
-    return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
-
-
 def _read_bytes(path: str) -> bytes:
+    """The bytes of ``path``, decompressed when it ends in ``.gz`` (in one call:
+    reading through ``gzip.open`` decompresses in Python-sized steps)."""
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path}: no such file")
-    with _open_binary(path) as file:
+    with open(path, "rb") as file:
         try:
-            return file.read()
-        except (EOFError, gzip.BadGzipFile, OSError) as e:
-            raise TokenizerFileError(f"{path}: cannot be read as {'gzip' if path.endswith('.gz') else 'a file'}: "
-                                     f"{e}") from None
+            raw = file.read()
+        except OSError as e:
+            raise TokenizerFileError(f"{path}: cannot be read as a file: {e}") from None
+    if not path.endswith(".gz"):
+        return raw
+    try:
+        return gzip.decompress(raw)
+    except (EOFError, gzip.BadGzipFile, zlib.error) as e:
+        raise TokenizerFileError(f"{path}: cannot be read as gzip: {e}") from None
 
 
 class _Lines:

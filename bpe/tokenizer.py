@@ -3,11 +3,9 @@ and ``load``, which reads one by name or from a file."""
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from typing import (TYPE_CHECKING, AbstractSet, Collection, Iterable, Iterator, Literal, Mapping, Optional,
                     Sequence, Union)
 
@@ -392,6 +390,8 @@ class Tokenizer:
         num_threads = max(1, min(num_threads or os.cpu_count() or 1, len(groups) or 1))
         if num_threads == 1:
             return [ids for batch in groups for ids in encode(batch)]
+        from concurrent.futures import ThreadPoolExecutor      # on use: loading never needs it
+
         with ThreadPoolExecutor(max_workers=num_threads) as pool:
             return [ids for part in pool.map(encode, groups) for ids in part]
 
@@ -539,6 +539,8 @@ class Tokenizer:
         """``decode`` of each sequence of ids."""
         if (num_threads or 1) == 1 or len(batch) < 2:
             return [self.decode(ids, errors) for ids in batch]
+        from concurrent.futures import ThreadPoolExecutor      # on use: loading never needs it
+
         with ThreadPoolExecutor(max_workers=num_threads) as pool:
             return list(pool.map(lambda ids: self.decode(ids, errors), batch))
 
@@ -593,6 +595,8 @@ class Tokenizer:
 
     def fingerprint(self) -> str:
         """sha256 of everything that decides the ids: pattern, special tokens, vocab, merges."""
+        import hashlib                                       # on use: loading never needs it
+
         digest = hashlib.sha256()
         digest.update(json.dumps([self.pattern, sorted(self.special_tokens.items())]).encode())
         for token_id, token in sorted(self.vocab.items()):
