@@ -9,6 +9,7 @@ Built-in patterns are counted by the native scanner on threads; custom ones by
 from __future__ import annotations
 
 import os
+import threading
 from collections import Counter
 from typing import Iterable, Mapping, Optional, Sequence, Union
 
@@ -266,14 +267,37 @@ def count_chunks(chunks: Sequence[Chunk], special_tokens: Sequence[str] = (), *,
             for chunk, part in zip(chunks, _map_counting(_count_chunk, tasks, num_workers, pattern)):
                 bar.update(chunk.n_bytes)
                 yield part
-        return PretokenCounts.sum(counted(), pattern)
+        try:
+            return PretokenCounts.sum(counted(), pattern)
+        finally:
+            # One worker counts on this thread, whose read buffer would outlive the call.
+            vars(_read_buffers).pop("buffer", None)
+
+
+#: Each counting thread's read buffer, reused from chunk to chunk.
+_read_buffers = threading.local()
 
 
 def _count_chunk(task) -> PretokenCounts:
     chunk, special_tokens, pattern, errors = task
+    # One buffer per thread, reused: a fresh bytes object per chunk (16 MiB) made
+    # glibc raise its mmap threshold and keep the freed ones in its heaps, under
+    # the merge loop's peak.
+    buffer = getattr(_read_buffers, "buffer", None)
+    if buffer is None or len(buffer) < chunk.n_bytes:
+        buffer = _read_buffers.buffer = bytearray(chunk.n_bytes)
+    view = memoryview(buffer)[:chunk.n_bytes]
     with open(chunk.path, "rb") as file:
         file.seek(chunk.start)
-        raw = file.read(chunk.n_bytes)
+        done = 0
+        while done < chunk.n_bytes:
+            n = file.readinto(view[done:])
+            if not n:
+                break
+            done += n
+    raw = view[:done]
+    if native_pattern_id(pattern) is None:
+        raw = bytes(raw)              # the regex path decodes it to a str
     return _count_utf8([checked_utf8(raw, chunk.path, chunk.start, errors)], special_tokens, pattern)
 
 

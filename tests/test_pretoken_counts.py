@@ -67,3 +67,27 @@ def test_pretokenize_is_regex_findall():
     # capture groups do not change what a match is).
     assert bpe.pretokenize("ab cd", r"\w") == ["a", "b", " ", "c", "d"]
     assert bpe.pretokenize("hello, world!  42", r"(\w)+") == ["hello", ", ", "world", "!  ", "42"]
+
+
+@pytest.mark.parametrize("num_workers", [1, 2])
+def test_counting_reuses_one_read_buffer_per_thread_across_chunk_sizes(write_text, num_workers):
+    # Each counting thread reads its chunks into one buffer, grown when a chunk
+    # is larger: chunks of many sizes (small chunk_size, uneven documents) must
+    # count exactly as regex does, and the calling thread keeps no buffer after.
+    from collections import Counter
+
+    import regex
+
+    from bpe import counting
+    from bpe.patterns import PATTERNS
+
+    documents = [random_corpus(seed, n_words=50 * (1 + seed % 7)) for seed in range(40)]
+    text = "<|endoftext|>".join(documents)
+    path = write_text(text)
+    counts = bpe.count_pretokens(path, ["<|endoftext|>"], num_workers=num_workers, chunk_size=1 << 12)
+    found = {bytes(counts.data[a:b]): int(c)
+             for a, b, c in zip(counts.offsets[:-1], counts.offsets[1:], counts.counts)}
+    expected = Counter(piece.encode() for document in documents
+                       for piece in regex.findall(PATTERNS["gpt2"], document))
+    assert found == expected
+    assert "buffer" not in vars(counting._read_buffers)
