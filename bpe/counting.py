@@ -19,6 +19,7 @@ import regex
 from bpe._scanner import Interner, hash_pieces
 from bpe.chunking import Chunk, plan_chunks
 from bpe.files import check_errors, check_regular_files, checked_utf8, create_temporary, resolve_inputs
+from bpe.formats import take_pieces
 from bpe.patterns import canonical_pattern, compile_pattern, native_pattern_id, regex_pretokens
 from bpe.progress import progress_bar
 from bpe.specials import check_special_tokens, special_spans, split_special
@@ -120,12 +121,8 @@ class PretokenCounts:
     def take(self, indices) -> "PretokenCounts":
         """The pre-tokens at ``indices`` (in that order), with their counts."""
         indices = np.asarray(indices, dtype=np.int64)
-        lengths = np.diff(self.offsets)[indices]
-        offsets = np.zeros(len(indices) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        # Byte k of the result comes from data[start of its piece + its place in it].
-        positions = np.repeat(self.offsets[indices] - offsets[:-1], lengths) + np.arange(offsets[-1])
-        return PretokenCounts(self.data[positions], offsets, self.counts[indices], self.pattern, copy=False)
+        data, offsets = take_pieces(self.data, self.offsets, indices)
+        return PretokenCounts(data, offsets, self.counts[indices], self.pattern, copy=False)
 
     def partition(self, n: int) -> list["PretokenCounts"]:
         """``n`` buckets by a stable hash of each pre-token's bytes (FNV-1a): a

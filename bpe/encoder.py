@@ -15,6 +15,7 @@ from typing import Mapping, Optional, Sequence
 import numpy as np
 
 from bpe._encode import EncodeKernel, Session
+from bpe.formats import flatten
 from bpe.patterns import compile_pattern, native_pattern_id, regex_pretokens
 from bpe.specials import split_special
 
@@ -29,13 +30,6 @@ def utf8(text: str) -> bytes:
         return text.encode("utf-8")
     except UnicodeEncodeError:
         return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode("utf-8")
-
-
-def flatten(tokens: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray]:
-    """``tokens`` concatenated (uint8) and where each starts and ends (int64 offsets)."""
-    offsets = np.zeros(len(tokens) + 1, dtype=np.int64)
-    np.cumsum([len(token) for token in tokens], out=offsets[1:])
-    return np.frombuffer(b"".join(tokens), dtype=np.uint8), offsets
 
 
 class Encoder:

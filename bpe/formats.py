@@ -27,7 +27,7 @@ import gzip
 import json
 import os
 import zlib
-from typing import Iterable, Iterator, NamedTuple, Optional
+from typing import Iterable, Iterator, NamedTuple, Optional, Sequence
 
 import numpy as np
 import regex
@@ -58,6 +58,26 @@ class TokenizerData(NamedTuple):
     pattern: Optional[str]
 
 
+def flatten(tokens: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray]:
+    """``tokens`` concatenated (uint8) and where each starts and ends (int64 offsets):
+    the flat form of byte strings that the kernels and ``RankTable`` take."""
+    offsets = np.zeros(len(tokens) + 1, dtype=np.int64)
+    np.cumsum([len(token) for token in tokens], out=offsets[1:])
+    return np.frombuffer(b"".join(tokens), dtype=np.uint8), offsets
+
+
+def take_pieces(data: np.ndarray, offsets: np.ndarray, indices) -> tuple[np.ndarray, np.ndarray]:
+    """The pieces ``data[offsets[i]:offsets[i + 1]]`` for each of ``indices``, in that
+    order, as new flat arrays: one numpy gather, no bytes object per piece."""
+    indices = np.asarray(indices, dtype=np.int64)
+    lengths = np.diff(offsets)[indices]
+    taken = np.zeros(len(indices) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=taken[1:])
+    # Byte k of the result comes from data[start of its piece + its place in it].
+    positions = np.repeat(offsets[indices] - taken[:-1], lengths) + np.arange(taken[-1])
+    return data[positions], taken
+
+
 class RankTable(NamedTuple):
     """Ordinary tokens as flat arrays, in rank order (a rank is the token's id):
     token i is ``token_data[token_offsets[i]:token_offsets[i + 1]]`` and its rank
@@ -71,10 +91,7 @@ class RankTable(NamedTuple):
     def from_vocab(cls, vocab: dict[int, bytes]) -> "RankTable":
         """The table of ``{rank: token}`` (whose tokens are distinct)."""
         items = sorted(vocab.items())
-        offsets = np.zeros(len(items) + 1, dtype=np.int64)
-        np.cumsum([len(token) for _, token in items], out=offsets[1:])
-        return cls(np.frombuffer(b"".join(token for _, token in items), dtype=np.uint8), offsets,
-                   np.array([rank for rank, _ in items], dtype=np.int64))
+        return cls(*flatten([token for _, token in items]), np.array([rank for rank, _ in items], dtype=np.int64))
 
     def tokens(self) -> list[bytes]:
         """Each token's bytes, in rank order."""
@@ -375,11 +392,12 @@ def read_tiktoken_ranks(path) -> dict[int, bytes]:
         if len(fields) != 2 or not fields[1].isdigit():
             raise TokenizerFileError(f"{path}, line {number}: expected '<base64> <rank>' with a rank "
                                      f"of ASCII digits, found {line[:60]!r}")
-        if int(fields[1]) >= 1 << 63:
-            raise TokenizerFileError(f"{path}, line {number}: rank {int(fields[1])} is larger than any "
+        rank = int(fields[1])
+        if rank >= 1 << 63:
+            raise TokenizerFileError(f"{path}, line {number}: rank {rank} is larger than any "
                                      "token id can be")
         try:
-            items.append((int(fields[1]), _b64decode(fields[0])))
+            items.append((rank, _b64decode(fields[0])))
         except (ValueError, binascii.Error) as e:
             raise TokenizerFileError(f"{path}, line {number}: {fields[0][:40]!r} is not base64: {e}") from None
         numbers.append(number)

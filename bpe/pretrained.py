@@ -2,7 +2,7 @@
 
 ``pretrained_table(name)`` reads one's ordinary tokens by rank with the readers
 of ``bpe.formats``: from GPT-2's ``encoder.json`` for gpt2 (its ids are its
-ranks: ``tests/test_pretrained.py`` checks that its ``vocab.bpe`` is what the
+ranks: ``tests/test_formats.py`` checks that its ``vocab.bpe`` is what the
 ranks recover), from tiktoken's rank files for the others. The tokenizer
 recovers the merges from the ranks when they are first asked for.
 """

@@ -12,10 +12,10 @@ from typing import (TYPE_CHECKING, AbstractSet, Collection, Iterable, Iterator, 
 import numpy as np
 
 from bpe._lists import ids_to_list, ids_to_lists
-from bpe.encoder import Encoder, flatten
+from bpe.encoder import Encoder
 from bpe.errors import TokenizerFileError
-from bpe.formats import (FILE_NAME, HF_FILE_NAME, RankTable, TokenizerData, huggingface_path,
-                         read_gpt2_files, read_huggingface, read_own, read_tiktoken_table,
+from bpe.formats import (FILE_NAME, HF_FILE_NAME, RankTable, TokenizerData, flatten, huggingface_path,
+                         read_gpt2_files, read_huggingface, read_own, read_tiktoken_table, take_pieces,
                          write_gpt2_files, write_huggingface, write_own, write_tiktoken)
 from bpe.patterns import (canonical_pattern, compile_pattern, find_safe_cut, native_pattern_id,
                           regex_pretokens)
@@ -209,13 +209,8 @@ class Tokenizer:
     def _merges_of_table(self) -> list[Pair]:
         """The merges recovered from the rank table (``_merges_from_ranks``, over arrays)."""
         data, offsets, ranks = self._table
-        merged = np.diff(offsets) > 1
-        starts, lengths = offsets[:-1][merged], np.diff(offsets)[merged]
-        merged_offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=merged_offsets[1:])
-        # Each merged token's bytes, gathered: byte j of the result is data[start + j - its offset].
-        gather = np.arange(merged_offsets[-1]) + np.repeat(starts - merged_offsets[:-1], lengths)
-        parts, n_parts = self.encoder.split_ranked(data[gather], merged_offsets)
+        merged = np.flatnonzero(np.diff(offsets) > 1)
+        parts, n_parts = self.encoder.split_ranked(*take_pieces(data, offsets, merged))
         return self._merges_of_parts(ranks[merged].tolist(), parts, n_parts)
 
     def _merges_of_parts(self, ranked: list[int], parts: np.ndarray, n_parts: np.ndarray) -> list[Pair]:

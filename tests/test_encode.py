@@ -8,7 +8,7 @@ from hypothesis import given, settings
 
 import bpe
 from bpe import pure
-from bpe.encoder import flatten
+from bpe.formats import flatten
 
 from conftest import SHAKESPEARE, random_corpus
 from test_native_pretok import PIECES
