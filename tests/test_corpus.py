@@ -140,10 +140,14 @@ def start_encoding(tmp_path, copies: int, tokenizer: str):
     out = tmp_path / "out" / "tokens.bin"
     out.parent.mkdir()
     # A session of its own, as a shell gives a command: Ctrl-C reaches its whole group.
+    # SIGINT handled as a terminal's command has it: a test run started in the
+    # background (where a shell ignores SIGINT, and so would the command) still
+    # tests what Ctrl-C does.
     process = subprocess.Popen([sys.executable, "-m", "bpe", "encode", str(big), "--tokenizer", tokenizer,
                                 "-o", str(out), "--workers", "2", "--quiet"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               start_new_session=True)
+                               start_new_session=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 60
     while not any(name.startswith(".bpe-encode-") for name in os.listdir(out.parent)):
         assert time.time() < deadline and process.poll() is None, process.communicate(timeout=60)

@@ -54,7 +54,7 @@ def start_encode(big, out):
 
 
 def test_sigterm_cleans_up_as_ctrl_c_does(tmp_path):
-    big = big_corpus(tmp_path, 40)                 # 45 MB: still running when signalled
+    big = big_corpus(tmp_path, 160)                # 180 MB: still running when signalled
     out = tmp_path / "out" / "tokens.bin"
     out.parent.mkdir()
     process = start_encode(big, out)
@@ -66,7 +66,7 @@ def test_sigterm_cleans_up_as_ctrl_c_does(tmp_path):
 
 
 def test_a_killed_run_leaves_nothing_complete_and_the_next_run_cleans_up(tmp_path):
-    big = big_corpus(tmp_path, 40)
+    big = big_corpus(tmp_path, 160)                # 180 MB: still running when killed
     out = tmp_path / "out" / "tokens.bin"
     out.parent.mkdir()
     process = start_encode(big, out)
