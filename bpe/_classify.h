@@ -32,6 +32,9 @@ typedef void (*classify_fn)(const uint8_t *p, ClassMasks *out);
 /* The index of the lowest set bit of a non-zero word. */
 static inline int trailing_zeros(uint64_t x) { return __builtin_ctzll(x); }
 
+/* The same, or 64 for zero (tzcnt's answer; __builtin_ctzll's is undefined). */
+static inline int trailing_zeros_or_64(uint64_t x) { return x ? __builtin_ctzll(x) : 64; }
+
 /* The number of zero bits above the highest set bit of a non-zero word. */
 static inline int leading_zeros(uint64_t x) { return __builtin_clzll(x); }
 

@@ -30,9 +30,10 @@ from bpe._bytestable cimport (FNV_OFFSET, FNV_PRIME, BytesTable, bytestable_add,
 from bpe._checks cimport check_ids, check_offsets
 from bpe._memory cimport grow, mem_alloc, mem_free, reserve_fresh
 from bpe._pairmap cimport PairMap, pairmap_free, pairmap_get, pairmap_init, pairmap_prefetch, pairmap_set
-from bpe._scanner cimport Scanner, check_pattern, scanner_init, scanner_next
+from bpe._scanner cimport FILL_SLACK, Scanner, check_pattern, scanner_fill, scanner_init
 from bpe._shortcache cimport (INLINE_IDS, SHORT_KEY_BYTES, ShortCache, ShortEntry, ShortKey, short_key,
-                              shortcache_free, shortcache_init, shortcache_insert, shortcache_slot)
+                              short_keys, shortcache_free, shortcache_holds, shortcache_home,
+                              shortcache_init, shortcache_insert, shortcache_pair, shortcache_slot)
 from bpe._specials cimport Needles, needles_free, needles_point_at, needles_restart, next_special
 from bpe._types cimport offset_t, out_id_t, pack_pair, pair_t, token_t
 from bpe._utf8 cimport utf8_bound, write_utf8
@@ -52,17 +53,12 @@ cdef enum:
     SHORT_CACHE_SLOTS = 1 << 18      # 8 MiB, touched as used; half as many entries, then afresh
     WHOLE_SEGMENT = -1               # "pattern" id: no pre-tokenization
     SCAN_BATCH = 64                  # pre-tokens scanned before they are looked up
+    OUT_SLACK = INLINE_IDS + 1       # ids a short-cache hit writes: its ids and count, copied at once
     PAIR_BATCH = 16                  # pairs of a token prefetched before they are entered
 
 
 cdef extern from *:
     void prefetch "__builtin_prefetch" (const void* address) noexcept nogil
-
-
-cdef struct Span:
-    int64_t start        # a pre-token of a scanned batch
-    int64_t length
-    ShortKey key         # its words and hash, if it is short
 
 
 cdef struct Ids:
@@ -95,7 +91,7 @@ cdef inline int bytes_reserve(Bytes* b, int64_t n) noexcept nogil:
 cdef struct Scratch:
     Ids out              # the ids of the call
     Bytes text           # the call's non-ASCII str texts, as UTF-8
-    ShortCache short     # pre-tokens of up to 16 bytes and 3 ids -> their ids, inline
+    ShortCache short     # pre-tokens of up to SHORT_KEY_BYTES bytes and 3 ids -> their ids, inline
     Ids cached           # ids of the other cached pre-tokens, sliced by the cache's values
     BytesTable cache     # their bytes -> (offset in cached) << 16 | count
     # Work arrays for merging one pre-token, grown as needed, each with its own capacity.
@@ -309,10 +305,10 @@ cdef class EncodeKernel:
             length = token_offsets[t + 1] - token_offsets[t]
             if 2 <= length <= SHORT_KEY_BYTES:
                 short_key(&key, data + token_offsets[t], length, token_data.shape[0] - token_offsets[t])
-                slot = shortcache_slot(&self.short_tokens, &key, length)
+                slot = shortcache_slot(&self.short_tokens, &key)
                 token_id = <uint32_t>token_ids[t]
-                if slot.length == 0:
-                    shortcache_insert(&self.short_tokens, slot, &key, length, &token_id, 1)
+                if not shortcache_holds(slot):
+                    shortcache_insert(&self.short_tokens, slot, &key, &token_id, 1)
                 else:
                     slot.ids[0] = token_id      # the later id, as in the token table
         entry_of_id = _entry_of_id(token_ids, ranked_ids)
@@ -344,9 +340,9 @@ cdef class EncodeKernel:
         cdef uint64_t prefix_hash = FNV_OFFSET
         for n in range(2, min(length, SHORT_KEY_BYTES + 1)):
             short_key(&prefix[n], token, n, readable)
-            prefetch(&self.short_tokens.slots[prefix[n].hash & <uint64_t>self.short_tokens.mask])
+            prefetch(shortcache_home(&self.short_tokens, prefix[n].hash))
             short_key(&suffix[n], token + length - n, n, readable - (length - n))
-            prefetch(&self.short_tokens.slots[suffix[n].hash & <uint64_t>self.short_tokens.mask])
+            prefetch(shortcache_home(&self.short_tokens, suffix[n].hash))
         for split in range(1, length):
             # Longer prefixes are hashed incrementally (FNV-1a extends byte by byte),
             # so finding which prefixes are tokens costs O(length), not O(length^2):
@@ -389,8 +385,8 @@ cdef class EncodeKernel:
         if n == 1:
             return self.byte_ids[s[0]]
         if n <= SHORT_KEY_BYTES:
-            slot = shortcache_slot(&self.short_tokens, &keys[n], n)
-            return -1 if slot.length == 0 else slot.ids[0]
+            slot = shortcache_slot(&self.short_tokens, &keys[n])
+            return slot.ids[0] if shortcache_holds(slot) else -1
         entry = slot_entry(self.tokens.slots[bytestable_slot(&self.tokens, s, n, hash)])
         return -1 if entry < 0 else self.tokens.values[entry]
 
@@ -559,8 +555,8 @@ cdef class EncodeKernel:
         cdef ShortEntry* entry
         cdef ShortEntry* token
         cdef int64_t before, count
-        entry = shortcache_slot(&s.short, key, n)
-        if entry.length != 0:
+        entry = shortcache_slot(&s.short, key)
+        if shortcache_holds(entry):
             count = entry.n_ids
             if s.out.size + INLINE_IDS <= s.out.capacity:
                 # All three stored, then the size moved past those that count:
@@ -577,32 +573,32 @@ cdef class EncodeKernel:
             s.out.size += count
             return 0
         before = s.out.size
-        token = shortcache_slot(&self.short_tokens, key, n)
-        if token.length != 0:
+        token = shortcache_slot(&self.short_tokens, key)
+        if shortcache_holds(token):
             s.out.data[s.out.size] = token.ids[0]
             s.out.size += 1
         elif self._encode_piece(s, piece, n, True) < 0:
             return -1
         count = s.out.size - before
         if count <= INLINE_IDS:
-            shortcache_insert(&s.short, entry, key, n, s.out.data + before, count)
+            shortcache_insert(&s.short, entry, key, s.out.data + before, count)
         return 0
 
     cdef int _encode_segment(self, Scratch* s, const uint8_t* data, int64_t n,
                              int pattern) noexcept nogil:
         """Append the ids of one segment (text between special tokens).
 
-        Pre-tokens are found a batch at a time, and each short one's slot is
-        prefetched as soon as its hash is known; then the batch is looked up.
-        Scanning, whose branches the CPU mispredicts, no longer stalls on the
-        cache's loads: they are under way while the scan goes on.
+        A batch at a time, in three passes: the scanner writes the pre-tokens'
+        ends (a window's at once); their keys are made and their home slots
+        in the short cache prefetched; then they are looked up. Each pass is a
+        short loop with no branch on what the text says, and the lookups find
+        their cache lines on the way.
         """
         cdef Py_ssize_t i = 0
-        cdef Py_ssize_t start
-        cdef int64_t length, k, batch
-        cdef int status
+        cdef Py_ssize_t batch
         cdef Scanner scanner
-        cdef Span spans[SCAN_BATCH]
+        cdef Py_ssize_t ends[SCAN_BATCH + FILL_SLACK]
+        cdef ShortKey keys[SCAN_BATCH + FILL_SLACK]
         if pattern == WHOLE_SEGMENT:
             return self._encode_piece(s, data, n, False)
         scanner_init(&scanner, pattern, data, n)
@@ -610,28 +606,56 @@ cdef class EncodeKernel:
         if ids_reserve(&s.out, n) < 0:
             return -1
         while i < n:
-            batch = 0
-            while i < n and batch < SCAN_BATCH:
-                spans[batch].start = i
-                i = scanner_next(&scanner, i)
-                length = i - spans[batch].start
-                spans[batch].length = length
+            batch = scanner_fill(&scanner, i, ends, SCAN_BATCH)
+            short_keys(keys, data, n, i, ends, batch, &s.short)
+            if self._encode_batch(s, data, i, ends, keys, batch) < 0:
+                return -1
+            i = ends[batch - 1]
+        return 0
+
+    cdef int _encode_batch(self, Scratch* s, const uint8_t* data, Py_ssize_t start,
+                           const Py_ssize_t* ends, const ShortKey* keys, Py_ssize_t count) noexcept nogil:
+        """Append the ids of the pre-tokens from ``start`` to each of ``ends`` in
+        turn (``keys`` theirs). One branch per pre-token: whether one of its
+        home pair in the short cache holds it (and ``s.out`` has room), when
+        the entry's ids and count are copied in one go and the size moved past
+        the ids that count. Everything else (another slot, a miss, a longer
+        pre-token) goes the way ``_encode_short`` and ``_encode_piece`` go."""
+        cdef Py_ssize_t k, length
+        cdef ShortEntry* home
+        cdef ShortEntry* entry
+        cdef ShortEntry* slots = s.short.slots
+        cdef int shift = s.short.shift
+        cdef out_id_t* out = s.out.data
+        cdef int64_t size = s.out.size
+        cdef bint roomy = size + OUT_SLACK * count <= s.out.capacity
+        cdef bint first, second
+        cdef int status
+        for k in range(count):
+            home = &slots[(keys[k].hash >> shift) & ~(<uint64_t>1)]
+            first = ((home[0].key0 ^ keys[k].word0) | (home[0].key1 ^ keys[k].word1)) == 0
+            second = ((home[1].key0 ^ keys[k].word0) | (home[1].key1 ^ keys[k].word1)) == 0
+            entry = home + 1 - first
+            if (first | second) & roomy:
+                memcpy(out + size, entry.ids, OUT_SLACK * sizeof(out_id_t))
+                size += entry.n_ids
+            else:
+                s.out.size = size
+                length = ends[k] - start
+                # Single bytes too come here (their 256 entries stay in L1): a
+                # branch on "one byte or more", a third of pre-tokens at
+                # random, cost more in mispredictions than the probe.
                 if length <= SHORT_KEY_BYTES:
-                    short_key(&spans[batch].key, data + spans[batch].start, length, n - spans[batch].start)
-                    prefetch(&s.short.slots[spans[batch].key.hash & <uint64_t>s.short.mask])
-                batch += 1
-            for k in range(batch):
-                start = spans[k].start
-                length = spans[k].length
-                # Single bytes too go through the short cache (their 256 entries
-                # stay in L1): a branch on "one byte or more", a third of
-                # pre-tokens at random, cost more in mispredictions than the probe.
-                if length <= SHORT_KEY_BYTES:
-                    status = self._encode_short(s, data + start, length, &spans[k].key)
+                    status = self._encode_short(s, data + start, length, &keys[k])
                 else:
                     status = self._encode_piece(s, data + start, length, False)
                 if status < 0:
                     return -1
+                out = s.out.data
+                size = s.out.size
+                roomy = size + OUT_SLACK * (count - k) <= s.out.capacity
+            start = ends[k]
+        s.out.size = size
         return 0
 
     cdef int _encode_texts(self, Scratch* s, Py_ssize_t n_texts, const uint8_t** texts,
@@ -693,8 +717,8 @@ cdef class EncodeKernel:
         # the ids go straight into the array returned, cut to size afterwards
         # (numpy's realloc shrinks it in place), not into scratch space then
         # copied: the copy, and faulting in scratch pages each call, cost more.
-        # INLINE_IDS more let a short-cache hit store all its ids unconditionally.
-        ids = np.empty(bound + INLINE_IDS, dtype=np.uint32) if out is None else np.asarray(out)
+        # OUT_SLACK more let a short-cache hit store all its ids unconditionally.
+        ids = np.empty(bound + OUT_SLACK, dtype=np.uint32) if out is None else np.asarray(out)
         try:
             scratch.out.data = <out_id_t*><uintptr_t>ids.ctypes.data if ids.shape[0] > 0 else NULL
             scratch.out.size = 0

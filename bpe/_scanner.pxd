@@ -17,7 +17,11 @@ cdef extern from "_classify.h":
         uint64_t high
     ctypedef void (*classify_fn)(const uint8_t* p, ClassMasks* out) noexcept nogil
     int trailing_zeros(uint64_t x) noexcept nogil
+    int trailing_zeros_or_64(uint64_t x) noexcept nogil
 
+
+cdef enum:
+    FILL_SLACK = 72          # what scanner_fill may write past ``room``: a window's 63 starts, and 8 more
 
 cdef enum:
     PATTERN_GPT2 = 0
@@ -63,6 +67,12 @@ cdef inline Py_ssize_t scanner_next(Scanner* sc, Py_ssize_t i) noexcept nogil:
             if not ((sc.risky_ends >> end) & 1):
                 return sc.window + end
     return scanner_next_slow(sc, i)
+
+# The ends of the pre-tokens from the start ``i`` on, at least ``room`` of them
+# unless the text ends first, written to ``ends`` (which holds room +
+# FILL_SLACK): a window's pre-tokens at once, without a branch per pre-token.
+# Returns how many; each is what ``scanner_next`` would have returned in turn.
+cdef Py_ssize_t scanner_fill(Scanner* sc, Py_ssize_t i, Py_ssize_t* ends, Py_ssize_t room) noexcept nogil
 
 # Before a scan of the UTF-8 ``s[:n]``: a valid pattern id, and the tables built.
 cdef int check_pattern(int pattern, const uint8_t* s, Py_ssize_t n) except -1

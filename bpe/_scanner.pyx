@@ -39,7 +39,8 @@ from bpe._bytestable cimport (OVERFLOW, BytesTable, bytestable_add, bytestable_f
                               hash_bytes)
 from bpe._checks cimport check_offsets
 from bpe._shortcache cimport (SHORT_KEY_BYTES, ShortCache, ShortEntry, ShortKey, short_key,
-                              shortcache_free, shortcache_init, shortcache_insert, shortcache_slot)
+                              shortcache_free, shortcache_holds, shortcache_init, shortcache_insert,
+                              shortcache_slot)
 from bpe._memory cimport mem_free
 from bpe._specials cimport Needles, find_spans, needles_free, needles_point_at
 from bpe._types cimport count_t, offset_t
@@ -57,6 +58,7 @@ cdef extern from "_classify.h":
     classify_fn classify_function(int path) noexcept nogil
     int classify_best() noexcept nogil
     int leading_zeros(uint64_t x) noexcept nogil
+    int popcount "__builtin_popcountll" (uint64_t x) noexcept nogil
 
 cdef enum:
     FRONT_CACHE_SLOTS = 1 << 17     # an interner's front cache: 4 MiB, 2^16 entries
@@ -662,6 +664,55 @@ cdef Py_ssize_t scanner_next_slow(Scanner* sc, Py_ssize_t i) noexcept nogil:
     return next_pretoken(sc.pattern, sc.s, i, sc.n)
 
 
+cdef inline Py_ssize_t spread_bits(uint64_t bits, Py_ssize_t base, Py_ssize_t* out) noexcept nogil:
+    """Write ``base + k`` for each set bit k of ``bits``, lowest first, to ``out``;
+    return how many. Eight are written at a time whether or not there are as
+    many (``out`` has room for 64 more than it is given): a loop that stops at
+    the last bit would mispredict its exit once per window."""
+    cdef Py_ssize_t count = popcount(bits)
+    cdef Py_ssize_t k = 0
+    cdef int j
+    while True:
+        for j in range(8):
+            out[k + j] = base + trailing_zeros_or_64(bits)
+            bits &= bits - 1
+        k += 8
+        if k >= count:
+            return count
+
+
+cdef Py_ssize_t scanner_fill(Scanner* sc, Py_ssize_t i, Py_ssize_t* ends, Py_ssize_t room) noexcept nogil:
+    """(See _scanner.pxd.) A window's starts after ``i`` are written all at once
+    up to the first that a contraction may concern: the pre-tokens between them
+    are the ones ``scanner_next`` would return one by one, and the one at such
+    a start goes through ``scanner_next_slow`` as it would there."""
+    cdef Py_ssize_t count = 0
+    cdef Py_ssize_t offset
+    cdef uint64_t after, risky, first, taken
+    while count < room and i < sc.n:
+        offset = i - sc.window
+        if 0 <= offset < 63 and not ((sc.risky_starts >> offset) & 1):
+            after = sc.starts & (~(<uint64_t>0) << (offset + 1))
+            risky = after & (sc.risky_starts | sc.risky_ends)
+            if risky:
+                # Up to the first risky start: a pre-token may end there unless
+                # it is a risky end; the next one is the byte-by-byte scanner's.
+                first = risky & (~risky + 1)
+                taken = after & (first - 1)
+                if not (sc.risky_ends & first):
+                    taken |= first
+            else:
+                taken = after
+            if taken:
+                count += spread_bits(taken, sc.window, ends + count)
+                i = ends[count - 1]
+                continue
+        i = scanner_next_slow(sc, i)
+        ends[count] = i
+        count += 1
+    return count
+
+
 cdef int check_pattern(int pattern, const uint8_t* s, Py_ssize_t n) except -1:
     """A valid native pattern id, with the tables its scanner reads for the
     UTF-8 ``s[:n]`` built (looking at the text only while they cover ASCII alone)."""
@@ -696,6 +747,27 @@ def split_offsets(const uint8_t[::1] data, int pattern):
             count += 1
             i = scanner_next(&scanner, i)
         offsets[count] = n
+    return out[:count + 1].copy()
+
+
+def fill_offsets(const uint8_t[::1] data, int pattern, Py_ssize_t room):
+    """``split_offsets``' answer, found ``room`` pre-tokens (or a window's) at a
+    time by ``scanner_fill``, as the encoder finds them: for tests to hold the
+    two ways to the same splits."""
+    cdef Py_ssize_t n = data.shape[0]
+    cdef const uint8_t* s = &data[0] if n > 0 else NULL
+    if room < 1:
+        raise ValueError(f"room must be at least 1, got {room}")
+    check_pattern(pattern, s, n)
+    out = np.empty(n + 1 + room + FILL_SLACK, dtype=np.int64)
+    cdef offset_t[::1] offsets = out
+    cdef Py_ssize_t count = 0
+    cdef Scanner scanner
+    scanner_init(&scanner, pattern, s, n)
+    offsets[0] = 0
+    with nogil:
+        while offsets[count] < n:
+            count += scanner_fill(&scanner, offsets[count], <Py_ssize_t*>&offsets[count + 1], room)
     return out[:count + 1].copy()
 
 
@@ -766,8 +838,8 @@ cdef class Interner:
                     i = end
                     continue
                 short_key(&key, s + i, length, stop - i)
-                slot = shortcache_slot(front, &key, length)
-                if slot.length != 0:
+                slot = shortcache_slot(front, &key)
+                if shortcache_holds(slot):
                     if self.table.values[slot.ids[0]] == INT64_MAX:
                         status = OVERFLOW
                         break
@@ -778,7 +850,7 @@ cdef class Interner:
                 if status < 0:
                     break
                 entry = <uint32_t>status      # entries fit 32 bits (MAX_ENTRIES)
-                shortcache_insert(front, slot, &key, length, &entry, 1)
+                shortcache_insert(front, slot, &key, &entry, 1)
                 i = end
         _raise_for(status)
 

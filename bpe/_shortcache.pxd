@@ -6,16 +6,23 @@
 # Why: most pre-tokens are a few bytes long and repeat. In the general table
 # (``_bytestable.pxd``) a hit chases slot -> key offsets -> key bytes -> value ->
 # cached ids, four dependent loads, and the FNV hash walks the key byte by byte.
-# Here a key of up to 16 bytes is two machine words, loaded at once, hashed by
-# two multiplies and compared by two word compares, and its ids (up to three:
-# nearly every short pre-token) sit in the same entry. Longer pre-tokens, and
-# short ones of more than three ids, use the general path.
+# Here a key of up to 15 bytes is two machine words, its length in the top
+# byte of the second (so keys of different lengths differ, and no key is
+# zero: the mark of an empty slot). It is loaded at once and masked by a row of
+# a table (no branch on the length), hashed by two multiplies, and compared by
+# two word compares; its ids (up to three: nearly every short pre-token) sit in
+# the same entry. Longer pre-tokens, and short ones of more than three ids, use
+# the general path.
+#
+# The hash's high bits pick the home slot: a multiply carries every bit of its
+# operand up into them, so one multiply per word mixes enough, where the low
+# bits would need more rounds (three multiplies and shifts did, before).
 #
 # Linear probing at a load factor of at most 1/2, in a table of fixed size: at
 # its budget of entries an insert starts it afresh, so the memory of a session
 # stays bounded however much text it sees. (Growing by
 # doubling instead cost a cold pass over 10 MB of prose 15 % of its time.)
-from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memset
 
 from bpe._memory cimport mem_alloc_huge, mem_free
@@ -28,22 +35,30 @@ cdef extern from *:
     #else
     #define SHORTCACHE_LITTLE_ENDIAN 0
     #endif
+    /* Row n keeps the first n bytes of a little-endian 16-byte load. */
+    #define SHORTCACHE_ROW(n) {(n) >= 8 ? ~0ULL : (1ULL << (8 * (n))) - 1, \
+                               (n) <= 8 ? 0ULL : (1ULL << (8 * ((n) - 8))) - 1}
+    static const unsigned long long SHORTCACHE_KEEP[16][2] = {
+        SHORTCACHE_ROW(0), SHORTCACHE_ROW(1), SHORTCACHE_ROW(2), SHORTCACHE_ROW(3),
+        SHORTCACHE_ROW(4), SHORTCACHE_ROW(5), SHORTCACHE_ROW(6), SHORTCACHE_ROW(7),
+        SHORTCACHE_ROW(8), SHORTCACHE_ROW(9), SHORTCACHE_ROW(10), SHORTCACHE_ROW(11),
+        SHORTCACHE_ROW(12), SHORTCACHE_ROW(13), SHORTCACHE_ROW(14), SHORTCACHE_ROW(15)};
     """
     bint LITTLE_ENDIAN "SHORTCACHE_LITTLE_ENDIAN"
+    const uint64_t KEEP "SHORTCACHE_KEEP"[16][2]
+    void prefetch "__builtin_prefetch" (const void* address) noexcept nogil
 
 
 cdef enum:
-    SHORT_KEY_BYTES = 16     # the longest key
+    SHORT_KEY_BYTES = 15     # the longest key
     INLINE_IDS = 3           # ids held in an entry
 
 
 cdef struct ShortEntry:
     uint64_t key0            # key bytes 0-7, zero past its end
-    uint64_t key1            # key bytes 8-15, zero past its end
-    uint8_t length           # the key's length; 0 marks an empty slot
-    uint8_t n_ids            # 1 to INLINE_IDS
-    uint16_t unused
-    uint32_t ids[INLINE_IDS]
+    uint64_t key1            # key bytes 8-14, zero past its end; the length in the top byte; 0: empty
+    uint32_t ids[INLINE_IDS] # then unused ids are 0
+    uint32_t n_ids           # 1 to INLINE_IDS: after the ids, so that one 16-byte copy moves them
 
 
 cdef struct ShortKey:
@@ -53,61 +68,54 @@ cdef struct ShortKey:
 
 
 cdef struct ShortCache:
-    ShortEntry* slots        # 32-byte aligned, so no entry straddles two cache lines
+    ShortEntry* slots        # 64-byte aligned: slots 2k and 2k + 1 share a cache line
     void* block              # what was allocated (slots points into it)
     int64_t mask             # number of slots - 1 (a power of two)
+    int shift                # 64 - log2(number of slots): a hash's high bits pick its slot
     int64_t n_entries
     int64_t max_entries      # the budget: at this many entries an insert clears the table
 
 
-cdef inline uint64_t low_bytes(uint64_t word, int64_t n) noexcept nogil:
-    """The first ``n`` (0 to 8) bytes of a little-endian word, the rest zero."""
-    if n >= 8:
-        return word
-    return word & ((<uint64_t>1 << (8 * n)) - 1)
-
-
-cdef inline uint64_t hash_words(uint64_t word0, uint64_t word1, int64_t n) noexcept nogil:
-    """Two multiplies and folds: short keys differ in their low bytes, and the
-    folds bring the products' well-mixed high bits down to the slot index."""
-    cdef uint64_t h = (word0 ^ (<uint64_t>n << 59)) * 0x9E3779B97F4A7C15ULL
-    h ^= (word1 + <uint64_t>n) * 0xC2B2AE3D27D4EB4FULL
-    h ^= h >> 31
-    h *= 0xD6E8FEB86659FD93ULL
-    return h ^ (h >> 32)
+cdef inline uint64_t hash_words(uint64_t word0, uint64_t word1) noexcept nogil:
+    """A multiply per word; only the high bits are used (see above)."""
+    return (word0 * 0x9E3779B97F4A7C15ULL) ^ ((word1 + 0x632BE59BD9B4E019ULL) * 0xC2B2AE3D27D4EB4FULL)
 
 
 cdef inline void short_key(ShortKey* key, const uint8_t* piece, int64_t n,
                            int64_t readable) noexcept nogil:
-    """The words and hash of ``piece`` (1 to 16 bytes). ``readable`` bytes from
-    ``piece`` may be read: with 16 or more the words are loaded whole and
-    masked (little-endian machines), else copied byte by byte."""
-    cdef uint8_t padded[SHORT_KEY_BYTES]
-    if LITTLE_ENDIAN and readable >= SHORT_KEY_BYTES:
+    """The words and hash of ``piece`` (1 to SHORT_KEY_BYTES bytes). ``readable``
+    bytes from ``piece`` may be read: with 16 or more the words are loaded
+    whole and masked (little-endian machines), else copied byte by byte."""
+    cdef uint8_t padded[16]
+    if LITTLE_ENDIAN and readable >= 16:
         memcpy(&key.word0, piece, 8)
         memcpy(&key.word1, piece + 8, 8)
-        key.word1 = low_bytes(key.word1, n - 8) if n > 8 else 0
-        key.word0 = low_bytes(key.word0, n)
+        key.word0 &= KEEP[n][0]
+        key.word1 &= KEEP[n][1]
     else:
-        memset(padded, 0, SHORT_KEY_BYTES)
+        memset(padded, 0, 16)
         memcpy(padded, piece, n)
         memcpy(&key.word0, padded, 8)
         memcpy(&key.word1, padded + 8, 8)
-    key.hash = hash_words(key.word0, key.word1, n)
+    key.word1 |= <uint64_t>n << 56
+    key.hash = hash_words(key.word0, key.word1)
 
 
 cdef inline int shortcache_init(ShortCache* c, int64_t n_slots) noexcept nogil:
-    """An empty cache of ``n_slots`` (a power of two), for up to half as many
-    entries. -1 when out of memory (then ``shortcache_free`` it).
+    """An empty cache of ``n_slots`` (a power of two, at least 2), for up to half
+    as many entries. -1 when out of memory (then ``shortcache_free`` it).
 
     The slots are zeroed here, in order, rather than left to calloc's lazy
     pages: probes touch pages at random, and faulting them in one by one made
     a cold pass over 10 MB of prose 15 % slower."""
-    c.block = mem_alloc_huge((<size_t>n_slots + 1) * sizeof(ShortEntry))
+    c.block = mem_alloc_huge((<size_t>n_slots + 2) * sizeof(ShortEntry))
     if c.block != NULL:
-        memset(c.block, 0, (<size_t>n_slots + 1) * sizeof(ShortEntry))
-    c.slots = <ShortEntry*>((<size_t>c.block + 31) & ~(<size_t>31))
+        memset(c.block, 0, (<size_t>n_slots + 2) * sizeof(ShortEntry))
+    c.slots = <ShortEntry*>((<size_t>c.block + 63) & ~(<size_t>63))
     c.mask = n_slots - 1
+    c.shift = 64
+    while (<int64_t>1 << (64 - c.shift)) < n_slots:
+        c.shift -= 1
     c.n_entries = 0
     c.max_entries = n_slots // 2
     return -1 if c.block == NULL else 0
@@ -124,19 +132,81 @@ cdef inline void shortcache_clear(ShortCache* c) noexcept nogil:
     c.n_entries = 0
 
 
-cdef inline ShortEntry* shortcache_slot(const ShortCache* c, const ShortKey* key,
-                                        int64_t n) noexcept nogil:
-    """The entry holding the key, or the empty one where it would go."""
-    cdef int64_t i = <int64_t>(key.hash & <uint64_t>c.mask)
+cdef inline ShortEntry* shortcache_home(const ShortCache* c, uint64_t hash) noexcept nogil:
+    """The first of the two slots, in one cache line, that a key of this hash
+    probes first: nearly every key is in one of them (see ``shortcache_pair``)."""
+    return &c.slots[(hash >> c.shift) & ~(<uint64_t>1)]
+
+
+cdef inline ShortEntry* shortcache_pair(const ShortCache* c, const ShortKey* key) noexcept nogil:
+    """The entry holding the key if it is one of its home pair, else NULL: one
+    cache line read, and no branch between the two slots."""
+    cdef ShortEntry* home = shortcache_home(c, key.hash)
+    cdef bint first = ((home[0].key0 ^ key.word0) | (home[0].key1 ^ key.word1)) == 0
+    cdef bint second = ((home[1].key0 ^ key.word0) | (home[1].key1 ^ key.word1)) == 0
+    return (home + 1 - first) if (first | second) else NULL
+
+
+cdef inline bint shortcache_holds(const ShortEntry* e) noexcept nogil:
+    """Whether a slot ``shortcache_slot`` returned holds the key (else it is empty)."""
+    return e.key1 != 0
+
+
+cdef inline void short_keys(ShortKey* keys, const uint8_t* data, Py_ssize_t n, Py_ssize_t start,
+                            const Py_ssize_t* ends, Py_ssize_t count, const ShortCache* cache) noexcept nogil:
+    """The keys of the ``count`` pieces of ``data[:n]`` from ``start`` to each of
+    ``ends`` in turn, each key's home pair in ``cache`` prefetched. A piece of
+    more than SHORT_KEY_BYTES gets a key with its length (up to 255) in the
+    top byte, which no entry holds.
+
+    Where every piece has 16 bytes to read, each key is two loads, a row of
+    ``KEEP`` and ands, with no branch on its length: the lengths of
+    consecutive pre-tokens are random, and a branch on them is mispredicted."""
+    cdef Py_ssize_t k, length, m, tag
+    cdef uint64_t word0, word1
+    cdef ShortEntry* slots = cache.slots
+    cdef int shift = cache.shift
+    cdef Py_ssize_t last_start = ends[count - 2] if count > 1 else start
+    if LITTLE_ENDIAN and last_start + 16 <= n:
+        for k in range(count):
+            length = ends[k] - start
+            memcpy(&word0, data + start, 8)
+            memcpy(&word1, data + start + 8, 8)
+            m = length if length < SHORT_KEY_BYTES else SHORT_KEY_BYTES
+            tag = length if length < 255 else 255
+            word0 &= KEEP[m][0]
+            word1 = (word1 & KEEP[m][1]) | (<uint64_t>tag << 56)
+            keys[k].word0 = word0
+            keys[k].word1 = word1
+            keys[k].hash = hash_words(word0, word1)
+            prefetch(&slots[(keys[k].hash >> shift) & ~(<uint64_t>1)])
+            start = ends[k]
+        return
+    for k in range(count):
+        length = ends[k] - start
+        if length <= SHORT_KEY_BYTES:
+            short_key(&keys[k], data + start, length, n - start)
+        else:
+            keys[k].word0 = 0
+            keys[k].word1 = <uint64_t>(length if length < 255 else 255) << 56
+            keys[k].hash = hash_words(keys[k].word0, keys[k].word1)
+        prefetch(shortcache_home(cache, keys[k].hash))
+        start = ends[k]
+
+
+cdef inline ShortEntry* shortcache_slot(const ShortCache* c, const ShortKey* key) noexcept nogil:
+    """The entry holding the key, or the empty one where it would go: probed
+    from its home pair on."""
+    cdef uint64_t i = (key.hash >> c.shift) & ~(<uint64_t>1)
     cdef ShortEntry* e
     while True:
         e = &c.slots[i]
-        if e.length == 0 or (e.key0 == key.word0 and e.key1 == key.word1 and e.length == n):
+        if (e.key0 == key.word0 and e.key1 == key.word1) or e.key1 == 0:
             return e
-        i = (i + 1) & c.mask
+        i = (i + 1) & <uint64_t>c.mask
 
 
-cdef inline void shortcache_insert(ShortCache* c, ShortEntry* slot, const ShortKey* key, int64_t n,
+cdef inline void shortcache_insert(ShortCache* c, ShortEntry* slot, const ShortKey* key,
                                    const uint32_t* ids, int64_t n_ids) noexcept nogil:
     """Store ``ids`` (1 to INLINE_IDS) for the key whose empty slot ``shortcache_slot``
     returned. A table at its budget is cleared first, so the load factor stays
@@ -144,13 +214,12 @@ cdef inline void shortcache_insert(ShortCache* c, ShortEntry* slot, const ShortK
     cdef int64_t k
     if c.n_entries >= c.max_entries:
         shortcache_clear(c)
-        slot = shortcache_slot(c, key, n)
+        slot = shortcache_slot(c, key)
     slot.key0 = key.word0
     slot.key1 = key.word1
     for k in range(n_ids):
         slot.ids[k] = ids[k]
     for k in range(n_ids, INLINE_IDS):
         slot.ids[k] = 0
-    slot.n_ids = <uint8_t>n_ids
-    slot.length = <uint8_t>n
+    slot.n_ids = <uint32_t>n_ids
     c.n_entries += 1

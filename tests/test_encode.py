@@ -413,7 +413,7 @@ def test_short_and_long_pieces_merge_by_the_same_rule(piece):
 @settings(max_examples=200, deadline=None)
 @given(words=st.lists(st.text(alphabet="abcXYZ019!?.é'", min_size=1, max_size=20), min_size=1, max_size=30))
 def test_short_pieces_from_the_cache_equal_fresh_ones(pair, words):
-    # Pre-tokens of up to 16 bytes and 3 ids are cached with their ids inline, the
+    # Pre-tokens of up to 15 bytes and 3 ids are cached with their ids inline, the
     # others in the general cache: each word twice in one call (a miss, then a
     # hit), then the whole text again in a second call (all hits).
     tok, reference = pair
@@ -422,6 +422,24 @@ def test_short_pieces_from_the_cache_equal_fresh_ones(pair, words):
     tok.clear_cache()
     assert tok.encode_ordinary(text) == expected
     assert tok.encode_ordinary(text) == expected
+
+
+def test_pre_tokens_of_every_length_around_the_short_keys_limit(pair):
+    # Keys of up to 15 bytes go to the short cache (the length in the key), 16
+    # and more to the general path. Each length is seen as a miss then a hit in
+    # one call, hits again in the next; inside a long text (keys loaded 16 bytes
+    # at once and masked) and as a whole text (near its end: copied byte by byte).
+    tok, reference = pair
+    rng = np.random.default_rng(7)
+    words = []
+    for length in range(1, 41):
+        for alphabet in ("abcdefghij", "!?.-+*", "0123456789"):
+            words.append(" " + "".join(rng.choice(list(alphabet), size=length)))
+    text = "".join(words) * 2
+    tok.clear_cache()
+    assert tok.encode_ordinary(text) == reference.encode_ordinary(text)
+    assert tok.encode_ordinary(text) == reference.encode_ordinary(text)
+    assert tok.encode_batch(words) == [reference.encode_ordinary(word) for word in words]
 
 
 def test_the_short_cache_starts_afresh_at_its_budget(pair):

@@ -21,8 +21,14 @@ NAMES = list(_scanner.PATTERN_IDS)
 
 
 def native_split(text: str, name: str) -> list[str]:
+    """The native split, one pre-token at a time (as counting and ``split_offsets``
+    find them), checked against the split found a batch at a time (as encoding
+    finds them: a window's pre-tokens at once), for batches of several sizes."""
     data = text.encode("utf-8", "surrogatepass")
-    offsets = _scanner.split_offsets(data, _scanner.PATTERN_IDS[name])
+    pattern = _scanner.PATTERN_IDS[name]
+    offsets = _scanner.split_offsets(data, pattern)
+    for room in (1, 64):
+        assert np.array_equal(_scanner.fill_offsets(data, pattern, room), offsets), (room, text)
     return [data[a:b].decode("utf-8", "surrogatepass") for a, b in zip(offsets, offsets[1:])]
 
 
