@@ -597,7 +597,8 @@ cdef class EncodeKernel:
         cdef Py_ssize_t i = 0
         cdef Py_ssize_t batch
         cdef Scanner scanner
-        cdef Py_ssize_t ends[SCAN_BATCH + FILL_SLACK]
+        cdef Py_ssize_t ends_from_start[1 + SCAN_BATCH + FILL_SLACK]
+        cdef Py_ssize_t* ends = ends_from_start + 1       # ends[-1]: where the batch starts
         cdef ShortKey keys[SCAN_BATCH + FILL_SLACK]
         if pattern == WHOLE_SEGMENT:
             return self._encode_piece(s, data, n, False)
@@ -606,57 +607,70 @@ cdef class EncodeKernel:
         if ids_reserve(&s.out, n) < 0:
             return -1
         while i < n:
+            ends[-1] = i
             batch = scanner_fill(&scanner, i, ends, SCAN_BATCH)
             short_keys(keys, data, n, i, ends, batch, &s.short)
-            if self._encode_batch(s, data, i, ends, keys, batch) < 0:
+            if self._encode_batch(s, data, ends, keys, batch) < 0:
                 return -1
             i = ends[batch - 1]
         return 0
 
-    cdef int _encode_batch(self, Scratch* s, const uint8_t* data, Py_ssize_t start,
-                           const Py_ssize_t* ends, const ShortKey* keys, Py_ssize_t count) noexcept nogil:
-        """Append the ids of the pre-tokens from ``start`` to each of ``ends`` in
-        turn (``keys`` theirs). One branch per pre-token: whether one of its
-        home pair in the short cache holds it (and ``s.out`` has room), when
-        the entry's ids and count are copied in one go and the size moved past
-        the ids that count. Everything else (another slot, a miss, a longer
-        pre-token) goes the way ``_encode_short`` and ``_encode_piece`` go."""
-        cdef Py_ssize_t k, length
+    cdef int _encode_batch(self, Scratch* s, const uint8_t* data, const Py_ssize_t* ends,
+                           const ShortKey* keys, Py_ssize_t count) noexcept nogil:
+        """Append the ids of the pre-tokens from ``ends[-1]`` to each of ``ends[:count]``
+        in turn (``keys`` theirs).
+
+        The inner loop has one branch per pre-token: whether one of its home
+        pair in the short cache holds it, when the entry's ids and count are
+        copied in one go and the size moved past the ids that count. It runs
+        while ``s.out`` has room for every such copy left; anything else
+        (another slot, a miss, a longer pre-token) leaves it for
+        ``_encode_missed``, and it resumes after. Its state fits in registers
+        because nothing else is live in it."""
+        cdef Py_ssize_t k = 0
         cdef ShortEntry* home
         cdef ShortEntry* entry
+        cdef const ShortKey* key
         cdef ShortEntry* slots = s.short.slots
         cdef int shift = s.short.shift
-        cdef out_id_t* out = s.out.data
-        cdef int64_t size = s.out.size
-        cdef bint roomy = size + OUT_SLACK * count <= s.out.capacity
-        cdef bint first, second
-        cdef int status
-        for k in range(count):
-            home = &slots[(keys[k].hash >> shift) & ~(<uint64_t>1)]
-            first = ((home[0].key0 ^ keys[k].word0) | (home[0].key1 ^ keys[k].word1)) == 0
-            second = ((home[1].key0 ^ keys[k].word0) | (home[1].key1 ^ keys[k].word1)) == 0
-            entry = home + 1 - first
-            if (first | second) & roomy:
-                memcpy(out + size, entry.ids, OUT_SLACK * sizeof(out_id_t))
-                size += entry.n_ids
-            else:
+        cdef out_id_t* out
+        cdef int64_t size
+        cdef uint64_t differs0, differs1
+        while k < count:
+            out = s.out.data
+            size = s.out.size
+            if size + OUT_SLACK * (count - k) <= s.out.capacity:
+                while k < count:
+                    key = &keys[k]
+                    home = &slots[(key.hash >> shift) & ~(<uint64_t>1)]
+                    # Zero where a slot holds the key. One test of the smaller
+                    # (a cmov): a branch per slot is mispredicted, as keys sit
+                    # in either slot at random.
+                    differs0 = (home[0].key0 ^ key.word0) | (home[0].key1 ^ key.word1)
+                    differs1 = (home[1].key0 ^ key.word0) | (home[1].key1 ^ key.word1)
+                    if (differs0 if differs0 < differs1 else differs1) != 0:
+                        break
+                    entry = home + (differs0 != 0)
+                    memcpy(out + size, entry.ids, OUT_SLACK * sizeof(out_id_t))
+                    size += entry.n_ids
+                    k += 1
                 s.out.size = size
-                length = ends[k] - start
-                # Single bytes too come here (their 256 entries stay in L1): a
-                # branch on "one byte or more", a third of pre-tokens at
-                # random, cost more in mispredictions than the probe.
-                if length <= SHORT_KEY_BYTES:
-                    status = self._encode_short(s, data + start, length, &keys[k])
-                else:
-                    status = self._encode_piece(s, data + start, length, False)
-                if status < 0:
-                    return -1
-                out = s.out.data
-                size = s.out.size
-                roomy = size + OUT_SLACK * (count - k) <= s.out.capacity
-            start = ends[k]
-        s.out.size = size
+                if k == count:
+                    break
+            if self._encode_missed(s, data + ends[k - 1], ends[k] - ends[k - 1], &keys[k]) < 0:
+                return -1
+            k += 1
         return 0
+
+    cdef int _encode_missed(self, Scratch* s, const uint8_t* piece, int64_t n,
+                            const ShortKey* key) noexcept nogil:
+        """The ids of one pre-token ``_encode_batch`` did not find in its home pair.
+        Single bytes too come here on a miss: their 256 entries stay in L1, and
+        a branch on "one byte or more", a third of pre-tokens at random, cost
+        more in mispredictions than the probe."""
+        if n <= SHORT_KEY_BYTES:
+            return self._encode_short(s, piece, n, key)
+        return self._encode_piece(s, piece, n, False)
 
     cdef int _encode_texts(self, Scratch* s, Py_ssize_t n_texts, const uint8_t** texts,
                            const int64_t* lengths, int pattern, Needles* needles,

@@ -78,7 +78,7 @@ cdef struct ShortCache:
 
 cdef inline uint64_t hash_words(uint64_t word0, uint64_t word1) noexcept nogil:
     """A multiply per word; only the high bits are used (see above)."""
-    return (word0 * 0x9E3779B97F4A7C15ULL) ^ ((word1 + 0x632BE59BD9B4E019ULL) * 0xC2B2AE3D27D4EB4FULL)
+    return (word0 * 0x9E3779B97F4A7C15ULL) ^ (word1 * 0xC2B2AE3D27D4EB4FULL)
 
 
 cdef inline void short_key(ShortKey* key, const uint8_t* piece, int64_t n,
