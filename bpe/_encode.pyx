@@ -53,6 +53,7 @@ cdef enum:
     SHORT_CACHE_SLOTS = 1 << 18      # 8 MiB, touched as used; half as many entries, then afresh
     WHOLE_SEGMENT = -1               # "pattern" id: no pre-tokenization
     SCAN_BATCH = 64                  # pre-tokens scanned before they are looked up
+    MISSES_TO_PREFETCH_TOKENS = 4    # a batch with this many short-cache misses: the next prefetches the short tokens too
     OUT_SLACK = INLINE_IDS + 1       # ids a short-cache hit writes: its ids and count, copied at once
     PAIR_BATCH = 16                  # pairs of a token prefetched before they are entered
 
@@ -551,7 +552,8 @@ cdef class EncodeKernel:
         """Append the ids of a pre-token of 2 to SHORT_KEY_BYTES bytes (``key``
         its words and hash), from the short cache when it is there; else found
         as ``_encode_piece`` finds them and cached here (if at most INLINE_IDS).
-        ``s.out`` has room for ``n`` more ids. -1 when out of memory."""
+        ``s.out`` has room for ``n`` more ids. Returns 0 for a hit, 1 for a
+        miss (the short tokens asked), -1 when out of memory."""
         cdef ShortEntry* entry
         cdef ShortEntry* token
         cdef int64_t before, count
@@ -582,7 +584,7 @@ cdef class EncodeKernel:
         count = s.out.size - before
         if count <= INLINE_IDS:
             shortcache_insert(&s.short, entry, key, s.out.data + before, count)
-        return 0
+        return 1
 
     cdef int _encode_segment(self, Scratch* s, const uint8_t* data, int64_t n,
                              int pattern) noexcept nogil:
@@ -595,7 +597,8 @@ cdef class EncodeKernel:
         their cache lines on the way.
         """
         cdef Py_ssize_t i = 0
-        cdef Py_ssize_t batch
+        cdef Py_ssize_t batch, k
+        cdef Py_ssize_t missed = 0       # in the batch before
         cdef Scanner scanner
         cdef Py_ssize_t ends_from_start[1 + SCAN_BATCH + FILL_SLACK]
         cdef Py_ssize_t* ends = ends_from_start + 1       # ends[-1]: where the batch starts
@@ -610,13 +613,19 @@ cdef class EncodeKernel:
             ends[-1] = i
             batch = scanner_fill(&scanner, i, ends, SCAN_BATCH)
             short_keys(keys, data, n, i, ends, batch, &s.short)
-            if self._encode_batch(s, data, ends, keys, batch) < 0:
+            if missed >= MISSES_TO_PREFETCH_TOKENS:
+                # Cold: a miss asks the short tokens next, a random line of
+                # megabytes each time. Brought in now, they are on their way.
+                for k in range(batch):
+                    prefetch(shortcache_home(&self.short_tokens, keys[k].hash))
+            missed = self._encode_batch(s, data, ends, keys, batch)
+            if missed < 0:
                 return -1
             i = ends[batch - 1]
         return 0
 
-    cdef int _encode_batch(self, Scratch* s, const uint8_t* data, const Py_ssize_t* ends,
-                           const ShortKey* keys, Py_ssize_t count) noexcept nogil:
+    cdef Py_ssize_t _encode_batch(self, Scratch* s, const uint8_t* data, const Py_ssize_t* ends,
+                                  const ShortKey* keys, Py_ssize_t count) noexcept nogil:
         """Append the ids of the pre-tokens from ``ends[-1]`` to each of ``ends[:count]``
         in turn (``keys`` theirs).
 
@@ -626,8 +635,11 @@ cdef class EncodeKernel:
         while ``s.out`` has room for every such copy left; anything else
         (another slot, a miss, a longer pre-token) leaves it for
         ``_encode_missed``, and it resumes after. Its state fits in registers
-        because nothing else is live in it."""
+        because nothing else is live in it. Returns how many were in neither
+        of the session's caches, or -1 when out of memory."""
         cdef Py_ssize_t k = 0
+        cdef Py_ssize_t missed = 0
+        cdef int status
         cdef ShortEntry* home
         cdef ShortEntry* entry
         cdef const ShortKey* key
@@ -657,20 +669,24 @@ cdef class EncodeKernel:
                 s.out.size = size
                 if k == count:
                     break
-            if self._encode_missed(s, data + ends[k - 1], ends[k] - ends[k - 1], &keys[k]) < 0:
+            status = self._encode_missed(s, data + ends[k - 1], ends[k] - ends[k - 1], &keys[k])
+            if status < 0:
                 return -1
+            missed += status
             k += 1
-        return 0
+        return missed
 
     cdef int _encode_missed(self, Scratch* s, const uint8_t* piece, int64_t n,
                             const ShortKey* key) noexcept nogil:
-        """The ids of one pre-token ``_encode_batch`` did not find in its home pair.
+        """The ids of one pre-token ``_encode_batch`` did not find in its home pair:
+        1 when they were in none of the session's caches, 0 when they were (or
+        it is longer than a short key), -1 when out of memory.
         Single bytes too come here on a miss: their 256 entries stay in L1, and
         a branch on "one byte or more", a third of pre-tokens at random, cost
         more in mispredictions than the probe."""
         if n <= SHORT_KEY_BYTES:
             return self._encode_short(s, piece, n, key)
-        return self._encode_piece(s, piece, n, False)
+        return -1 if self._encode_piece(s, piece, n, False) < 0 else 0
 
     cdef int _encode_texts(self, Scratch* s, Py_ssize_t n_texts, const uint8_t** texts,
                            const int64_t* lengths, int pattern, Needles* needles,
