@@ -62,7 +62,7 @@ def main() -> None:
         for _ in range(args.repeats):
             for library in best:          # alternating, so both see the same machine
                 best[library] = min(best[library], first_encode_seconds(library, name))
-        print(f"{name:<12} {best['bpe']:>6.2f} {best['tiktoken']:>11.2f}", flush=True)
+        print(f"{name:<12} {best['bpe']:>6.3f} {best['tiktoken']:>11.3f}", flush=True)
 
 
 if __name__ == "__main__":
