@@ -33,7 +33,7 @@ from bpe._pairmap cimport PairMap, pairmap_free, pairmap_get, pairmap_init, pair
 from bpe._scanner cimport FILL_SLACK, Scanner, check_pattern, scanner_fill, scanner_init
 from bpe._shortcache cimport (INLINE_IDS, SHORT_KEY_BYTES, ShortCache, ShortEntry, ShortKey, short_key,
                               short_keys, shortcache_free, shortcache_holds, shortcache_home,
-                              shortcache_init, shortcache_insert, shortcache_pair, shortcache_slot)
+                              shortcache_init, shortcache_insert, shortcache_slot, pair_holding)
 from bpe._specials cimport Needles, needles_free, needles_point_at, needles_restart, next_special
 from bpe._types cimport offset_t, out_id_t, pack_pair, pair_t, token_t
 from bpe._utf8 cimport utf8_bound, write_utf8
@@ -610,7 +610,7 @@ cdef class EncodeKernel:
         if ids_reserve(&s.out, n) < 0:
             return -1
         while i < n:
-            ends[-1] = i
+            ends_from_start[0] = i           # ends[-1]
             batch = scanner_fill(&scanner, i, ends, SCAN_BATCH)
             short_keys(keys, data, n, i, ends, batch, &s.short)
             if missed >= MISSES_TO_PREFETCH_TOKENS:
@@ -640,29 +640,23 @@ cdef class EncodeKernel:
         cdef Py_ssize_t k = 0
         cdef Py_ssize_t missed = 0
         cdef int status
-        cdef ShortEntry* home
         cdef ShortEntry* entry
         cdef const ShortKey* key
         cdef ShortEntry* slots = s.short.slots
         cdef int shift = s.short.shift
         cdef out_id_t* out
         cdef int64_t size
-        cdef uint64_t differs0, differs1
         while k < count:
             out = s.out.data
             size = s.out.size
             if size + OUT_SLACK * (count - k) <= s.out.capacity:
                 while k < count:
                     key = &keys[k]
-                    home = &slots[(key.hash >> shift) & ~(<uint64_t>1)]
-                    # Zero where a slot holds the key. One test of the smaller
-                    # (a cmov): a branch per slot is mispredicted, as keys sit
-                    # in either slot at random.
-                    differs0 = (home[0].key0 ^ key.word0) | (home[0].key1 ^ key.word1)
-                    differs1 = (home[1].key0 ^ key.word0) | (home[1].key1 ^ key.word1)
-                    if (differs0 if differs0 < differs1 else differs1) != 0:
+                    # The home pair from locals: shortcache_home would reload
+                    # the table's address and shift on every pre-token.
+                    entry = pair_holding(&slots[(key.hash >> shift) & ~(<uint64_t>1)], key)
+                    if entry == NULL:
                         break
-                    entry = home + (differs0 != 0)
                     memcpy(out + size, entry.ids, OUT_SLACK * sizeof(out_id_t))
                     size += entry.n_ids
                     k += 1

@@ -134,17 +134,20 @@ cdef inline void shortcache_clear(ShortCache* c) noexcept nogil:
 
 cdef inline ShortEntry* shortcache_home(const ShortCache* c, uint64_t hash) noexcept nogil:
     """The first of the two slots, in one cache line, that a key of this hash
-    probes first: nearly every key is in one of them (see ``shortcache_pair``)."""
+    probes first: nearly every key is in one of them (see ``pair_holding``)."""
     return &c.slots[(hash >> c.shift) & ~(<uint64_t>1)]
 
 
-cdef inline ShortEntry* shortcache_pair(const ShortCache* c, const ShortKey* key) noexcept nogil:
-    """The entry holding the key if it is one of its home pair, else NULL: one
-    cache line read, and no branch between the two slots."""
-    cdef ShortEntry* home = shortcache_home(c, key.hash)
-    cdef bint first = ((home[0].key0 ^ key.word0) | (home[0].key1 ^ key.word1)) == 0
-    cdef bint second = ((home[1].key0 ^ key.word0) | (home[1].key1 ^ key.word1)) == 0
-    return (home + 1 - first) if (first | second) else NULL
+cdef inline ShortEntry* pair_holding(ShortEntry* home, const ShortKey* key) noexcept nogil:
+    """The slot of the pair at ``home`` (``shortcache_home``'s) that holds the key,
+    else NULL: one cache line read. A hit is one test, of the smaller of the
+    two slots' differences from the key (a cmov): a branch per slot is
+    mispredicted, as keys sit in either slot at random."""
+    cdef uint64_t differs0 = (home[0].key0 ^ key.word0) | (home[0].key1 ^ key.word1)
+    cdef uint64_t differs1 = (home[1].key0 ^ key.word0) | (home[1].key1 ^ key.word1)
+    if (differs0 if differs0 < differs1 else differs1) != 0:
+        return NULL
+    return home + (differs0 != 0)
 
 
 cdef inline bint shortcache_holds(const ShortEntry* e) noexcept nogil:
