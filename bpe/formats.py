@@ -78,6 +78,18 @@ def take_pieces(data: np.ndarray, offsets: np.ndarray, indices) -> tuple[np.ndar
     return data[positions], taken
 
 
+def with_headers(headers: np.ndarray, data: np.ndarray, offsets: np.ndarray) -> bytes:
+    """Row i of ``headers`` (uint8, a row per piece) then piece i, for each i in turn:
+    length-prefixed records as one bytes object, from two numpy scatters."""
+    n, width = headers.shape
+    lengths = np.diff(offsets)
+    starts = np.arange(n, dtype=np.int64) * width + offsets[:-1]     # record i's first byte
+    out = np.empty(n * width + int(offsets[-1]), dtype=np.uint8)
+    out[(starts[:, None] + np.arange(width)).ravel()] = headers.ravel()
+    out[np.repeat(starts + width - offsets[:-1], lengths) + np.arange(offsets[-1])] = data
+    return out.tobytes()
+
+
 class RankTable(NamedTuple):
     """Ordinary tokens as flat arrays, in rank order (a rank is the token's id):
     token i is ``token_data[token_offsets[i]:token_offsets[i + 1]]`` and its rank

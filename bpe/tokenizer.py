@@ -16,7 +16,7 @@ from bpe.encoder import Encoder
 from bpe.errors import TokenizerFileError
 from bpe.formats import (FILE_NAME, HF_FILE_NAME, RankTable, TokenizerData, flatten, huggingface_path,
                          read_gpt2_files, read_huggingface, read_own, read_tiktoken_table, take_pieces,
-                         write_gpt2_files, write_huggingface, write_own, write_tiktoken)
+                         with_headers, write_gpt2_files, write_huggingface, write_own, write_tiktoken)
 from bpe.patterns import (canonical_pattern, compile_pattern, find_safe_cut, native_pattern_id,
                           regex_pretokens)
 from bpe.pretrained import ALIASES, PRETRAINED, pretrained_table
@@ -52,6 +52,12 @@ def batches(texts: Sequence[str]) -> list[list[str]]:
     if current:
         batches.append(current)
     return batches
+
+
+
+def _words(*columns: np.ndarray) -> np.ndarray:
+    """Each row's values as little-endian uint32 words side by side, as a row of bytes."""
+    return np.stack([np.asarray(column, dtype="<u4") for column in columns], axis=1).view(np.uint8)
 
 
 class Tokenizer:
@@ -594,11 +600,47 @@ class Tokenizer:
 
         digest = hashlib.sha256()
         digest.update(json.dumps([self.pattern, sorted(self.special_tokens.items())]).encode())
+        records = self._table_records() if self._vocab is None else None
+        if records is not None:
+            for record in records:
+                digest.update(record)
+            return digest.hexdigest()
         for token_id, token in sorted(self.vocab.items()):
             digest.update(token_id.to_bytes(4, "little") + len(token).to_bytes(4, "little") + token)
         for left, right in self.merges:
             digest.update(len(left).to_bytes(4, "little") + left + right)
         return digest.hexdigest()
+
+    def _table_records(self) -> Optional[tuple[bytes, bytes]]:
+        """The bytes ``fingerprint`` hashes for the vocab and for the merges, made
+        from the rank table without unpacking it (every encode_file records the
+        fingerprint, and unpacking o200k's dicts took 0.3 s of its first call,
+        before any worker ran); None where only the dicts say it exactly (no
+        table, or a special token that takes an ordinary token's id)."""
+        if self._table is None:
+            return None
+        data, offsets, ranks = self._table
+        special_ids = np.array(sorted(self.special_tokens.values()), dtype=np.int64)
+        if np.isin(ranks, special_ids).any():
+            return None
+        lengths = np.diff(offsets)
+        merged = np.flatnonzero(lengths > 1)           # in rank order: the merges' order
+        merged_data, merged_offsets = take_pieces(data, offsets, merged)
+        parts, n_parts = self.encoder.split_ranked(merged_data, merged_offsets)
+        if (n_parts != 2).any():
+            return None                                   # the dicts' path names the token
+        # Every token by id (special tokens' names among them), each after its id and length.
+        names = sorted((token_id, name.encode("utf-8")) for name, token_id in self.special_tokens.items())
+        name_data, name_offsets = flatten([name for _, name in names])
+        ids = np.concatenate([ranks, special_ids])
+        by_id = np.argsort(ids, kind="stable")
+        all_data = np.concatenate([data, name_data])
+        all_offsets = np.concatenate([offsets[:-1], name_offsets[:-1] + offsets[-1], [offsets[-1] + name_offsets[-1]]])
+        token_data, token_offsets = take_pieces(all_data, all_offsets, by_id)
+        vocab = with_headers(_words(ids[by_id], np.diff(token_offsets)), token_data, token_offsets)
+        # Each merge: its left part's length, then both parts (the merged token).
+        left_lengths = lengths[np.searchsorted(ranks, parts[:, 0])]
+        return vocab, with_headers(_words(left_lengths), merged_data, merged_offsets)
 
     # ------------------------------------------------------------------ files
 

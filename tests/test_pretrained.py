@@ -17,7 +17,8 @@ TEXT = random_corpus(11, special="<|endoftext|>") + " naïve café 日本語 �
 def test_a_shipped_vocabulary_equals_the_checked_path(name):
     loaded = _load_pretrained.__wrapped__(name)          # a fresh one, not the cached
     ids = loaded.encode(TEXT)
-    assert loaded._vocab is None and loaded._merges is None, "encoding unpacked the dicts"
+    fingerprint = loaded.fingerprint()                   # from the table's arrays
+    assert loaded._vocab is None and loaded._merges is None, "encoding or fingerprint unpacked the dicts"
     table, special_tokens, pattern = pretrained_table(name)
     vocab = dict(zip(table.ranks.tolist(), table.tokens()))
     for token, token_id in special_tokens.items():
@@ -26,7 +27,7 @@ def test_a_shipped_vocabulary_equals_the_checked_path(name):
     assert loaded.vocab == checked.vocab
     assert loaded.merges == checked.merges
     assert loaded.n_vocab == checked.n_vocab and loaded.special_tokens == checked.special_tokens
-    assert loaded.fingerprint() == checked.fingerprint()
+    assert fingerprint == loaded.fingerprint() == checked.fingerprint()     # the dicts' path, twice
     assert ids == checked.encode(TEXT) == get_encoding(name).encode(TEXT, allowed_special="all")
     assert loaded.decode(ids) == TEXT
 
@@ -52,3 +53,22 @@ def test_the_gpt2_table_is_the_gpt2_vocab():
     del vocab[50256]
     table, expected = read_gpt2_table(path, [50256]), RankTable.from_vocab(vocab)
     assert all(np.array_equal(a, b) for a, b in zip(table, expected))
+
+
+def test_a_special_token_on_an_ordinary_id_fingerprints_as_the_dicts_say():
+    # The vocab maps that id to the special token's name: the table's arrays do
+    # not say so, so the fingerprint comes from the dicts (the same bytes as
+    # for any tokenizer: ids, lengths and tokens by id, then the merges).
+    import hashlib
+    import json
+
+    table, _, pattern = pretrained_table("gpt2")
+    tok = bpe.Tokenizer._from_rank_table(table, {"<|x|>": 50255}, pattern, "gpt2", check_merges=False)
+    fingerprint = tok.fingerprint()
+    digest = hashlib.sha256(json.dumps([tok.pattern, [["<|x|>", 50255]]]).encode())
+    for token_id, token in sorted(tok.vocab.items()):
+        digest.update(token_id.to_bytes(4, "little") + len(token).to_bytes(4, "little") + token)
+    for left, right in tok.merges:
+        digest.update(len(left).to_bytes(4, "little") + left + right)
+    assert tok.vocab[50255] == b"<|x|>"
+    assert fingerprint == digest.hexdigest()
