@@ -23,7 +23,7 @@ import numpy as np
 
 from bpe.chunking import Chunk
 from bpe.errors import CorpusEncodeError
-from bpe.files import checked_utf8
+from bpe.files import checked_utf8, read_into
 
 
 class TokenOffsets:
@@ -123,7 +123,7 @@ class ChunkWriter:
         raw = memoryview(buffers.raw)[:chunk.n_bytes]
         with open(chunk.path, "rb") as file:
             file.seek(chunk.start)
-            if _read_into(file, raw) != chunk.n_bytes:
+            if read_into(file, raw) != chunk.n_bytes:
                 raise CorpusEncodeError(f"{chunk.path}: changed while being encoded (bytes "
                                         f"{chunk.start}-{chunk.end} could not be read)")
         digest = hashlib.sha256(raw).hexdigest()
@@ -165,14 +165,3 @@ class ChunkWriter:
                 raise CorpusEncodeError(f"{self.name}: writing the token array failed: "
                                         f"{e.strerror or e}") from e
             view, offset = view[written:], offset + written
-
-
-def _read_into(file, view: memoryview) -> int:
-    """Fill ``view`` from ``file`` (readinto may read less than asked); the bytes read."""
-    done = 0
-    while done < len(view):
-        n = file.readinto(view[done:])
-        if not n:
-            break
-        done += n
-    return done

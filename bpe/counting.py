@@ -18,7 +18,8 @@ import regex
 
 from bpe._scanner import Interner, hash_pieces
 from bpe.chunking import Chunk, plan_chunks
-from bpe.files import check_errors, check_regular_files, checked_utf8, create_temporary, resolve_inputs
+from bpe.files import (check_errors, check_regular_files, checked_utf8, create_temporary, read_into,
+                       resolve_inputs)
 from bpe.formats import take_pieces
 from bpe.patterns import canonical_pattern, compile_pattern, native_pattern_id, regex_pretokens
 from bpe.progress import progress_bar
@@ -286,13 +287,7 @@ def _count_chunk(task) -> PretokenCounts:
     view = memoryview(buffer)[:chunk.n_bytes]
     with open(chunk.path, "rb") as file:
         file.seek(chunk.start)
-        done = 0
-        while done < chunk.n_bytes:
-            n = file.readinto(view[done:])
-            if not n:
-                break
-            done += n
-    raw = view[:done]
+        raw = view[:read_into(file, view)]
     if native_pattern_id(pattern) is None:
         raw = bytes(raw)              # the regex path decodes it to a str
     return _count_utf8([checked_utf8(raw, chunk.path, chunk.start, errors)], special_tokens, pattern)

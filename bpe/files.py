@@ -97,6 +97,17 @@ def checked_utf8(raw, path: str, start: int, errors: str):
     raise CorpusDecodeError(path, start + bad, reason)
 
 
+def read_into(file, view: memoryview) -> int:
+    """Fill ``view`` from ``file`` (readinto may read less than asked); the bytes read."""
+    done = 0
+    while done < len(view):
+        n = file.readinto(view[done:])
+        if not n:
+            break
+        done += n
+    return done
+
+
 def create_temporary(directory: str, prefix: str = ".tmp-", suffix: str = "") -> tuple[int, str]:
     """A new file in ``directory`` under a fresh name, open for writing: ``(fd, path)``.
 
