@@ -54,7 +54,6 @@ def batches(texts: Sequence[str]) -> list[list[str]]:
     return batches
 
 
-
 def _words(*columns: np.ndarray) -> np.ndarray:
     """Each row's values as little-endian uint32 words side by side, as a row of bytes."""
     return np.stack([np.asarray(column, dtype="<u4") for column in columns], axis=1).view(np.uint8)
@@ -214,10 +213,16 @@ class Tokenizer:
 
     def _merges_of_table(self) -> list[Pair]:
         """The merges recovered from the rank table (``_merges_from_ranks``, over arrays)."""
-        data, offsets, ranks = self._table
+        merged, _, _, parts, n_parts = self._split_table()
+        return self._merges_of_parts(self._table.ranks[merged].tolist(), parts, n_parts)
+
+    def _split_table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The rank table's merged tokens (their indices, in rank order: the merges'
+        order), as flat arrays, and ``Encoder.split_ranked``'s parts of each."""
+        data, offsets, _ = self._table
         merged = np.flatnonzero(np.diff(offsets) > 1)
-        parts, n_parts = self.encoder.split_ranked(*take_pieces(data, offsets, merged))
-        return self._merges_of_parts(ranks[merged].tolist(), parts, n_parts)
+        merged_data, merged_offsets = take_pieces(data, offsets, merged)
+        return (merged, merged_data, merged_offsets) + self.encoder.split_ranked(merged_data, merged_offsets)
 
     def _merges_of_parts(self, ranked: list[int], parts: np.ndarray, n_parts: np.ndarray) -> list[Pair]:
         """The merges from ``Encoder.split_ranked``'s parts of the ``ranked`` tokens;
@@ -620,26 +625,22 @@ class Tokenizer:
         if self._table is None:
             return None
         data, offsets, ranks = self._table
-        special_ids = np.array(sorted(self.special_tokens.values()), dtype=np.int64)
+        names = sorted((token_id, name.encode("utf-8")) for name, token_id in self.special_tokens.items())
+        special_ids = np.array([token_id for token_id, _ in names], dtype=np.int64)
         if np.isin(ranks, special_ids).any():
             return None
-        lengths = np.diff(offsets)
-        merged = np.flatnonzero(lengths > 1)           # in rank order: the merges' order
-        merged_data, merged_offsets = take_pieces(data, offsets, merged)
-        parts, n_parts = self.encoder.split_ranked(merged_data, merged_offsets)
+        _, merged_data, merged_offsets, parts, n_parts = self._split_table()
         if (n_parts != 2).any():
             return None                                   # the dicts' path names the token
         # Every token by id (special tokens' names among them), each after its id and length.
-        names = sorted((token_id, name.encode("utf-8")) for name, token_id in self.special_tokens.items())
         name_data, name_offsets = flatten([name for _, name in names])
         ids = np.concatenate([ranks, special_ids])
         by_id = np.argsort(ids, kind="stable")
-        all_data = np.concatenate([data, name_data])
-        all_offsets = np.concatenate([offsets[:-1], name_offsets[:-1] + offsets[-1], [offsets[-1] + name_offsets[-1]]])
-        token_data, token_offsets = take_pieces(all_data, all_offsets, by_id)
+        token_data, token_offsets = take_pieces(np.concatenate([data, name_data]),
+                                                np.concatenate([offsets, name_offsets[1:] + offsets[-1]]), by_id)
         vocab = with_headers(_words(ids[by_id], np.diff(token_offsets)), token_data, token_offsets)
         # Each merge: its left part's length, then both parts (the merged token).
-        left_lengths = lengths[np.searchsorted(ranks, parts[:, 0])]
+        left_lengths = np.diff(offsets)[np.searchsorted(ranks, parts[:, 0])]
         return vocab, with_headers(_words(left_lengths), merged_data, merged_offsets)
 
     # ------------------------------------------------------------------ files
