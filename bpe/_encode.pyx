@@ -32,7 +32,7 @@ from bpe._memory cimport grow, mem_alloc, mem_free, reserve_fresh
 from bpe._pairmap cimport PairMap, pairmap_free, pairmap_get, pairmap_init, pairmap_prefetch, pairmap_set
 from bpe._scanner cimport FILL_SLACK, Scanner, check_pattern, scanner_fill, scanner_init
 from bpe._shortcache cimport (INLINE_IDS, SHORT_KEY_BYTES, ShortCache, ShortEntry, ShortKey, short_key,
-                              short_keys, shortcache_free, shortcache_holds, shortcache_home,
+                              home_index, short_keys, shortcache_free, shortcache_holds, shortcache_home,
                               shortcache_init, shortcache_insert, shortcache_slot, pair_holding)
 from bpe._specials cimport Needles, needles_free, needles_point_at, needles_restart, next_special
 from bpe._types cimport offset_t, out_id_t, pack_pair, pair_t, token_t
@@ -559,19 +559,11 @@ cdef class EncodeKernel:
         cdef int64_t before, count
         entry = shortcache_slot(&s.short, key)
         if shortcache_holds(entry):
+            # As _encode_batch copies a hit (its ids and count at once) where
+            # there is room past them; else only the ids that count.
             count = entry.n_ids
-            if s.out.size + INLINE_IDS <= s.out.capacity:
-                # All three stored, then the size moved past those that count:
-                # no branch on how many there are, which the CPU cannot guess.
-                s.out.data[s.out.size] = entry.ids[0]
-                s.out.data[s.out.size + 1] = entry.ids[1]
-                s.out.data[s.out.size + 2] = entry.ids[2]
-            else:
-                s.out.data[s.out.size] = entry.ids[0]
-                if count > 1:
-                    s.out.data[s.out.size + 1] = entry.ids[1]
-                    if count > 2:
-                        s.out.data[s.out.size + 2] = entry.ids[2]
+            memcpy(s.out.data + s.out.size, entry.ids,
+                   (OUT_SLACK if s.out.size + OUT_SLACK <= s.out.capacity else count) * sizeof(out_id_t))
             s.out.size += count
             return 0
         before = s.out.size
@@ -654,7 +646,7 @@ cdef class EncodeKernel:
                     key = &keys[k]
                     # The home pair from locals: shortcache_home would reload
                     # the table's address and shift on every pre-token.
-                    entry = pair_holding(&slots[(key.hash >> shift) & ~(<uint64_t>1)], key)
+                    entry = pair_holding(&slots[home_index(key.hash, shift)], key)
                     if entry == NULL:
                         break
                     memcpy(out + size, entry.ids, OUT_SLACK * sizeof(out_id_t))

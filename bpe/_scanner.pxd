@@ -53,19 +53,26 @@ cdef void scanner_init(Scanner* sc, int pattern, const uint8_t* s, Py_ssize_t n)
 cdef Py_ssize_t scanner_next_slow(Scanner* sc, Py_ssize_t i) noexcept nogil
 
 
+cdef inline uint64_t window_after(const Scanner* sc, Py_ssize_t i) noexcept nogil:
+    """The window's starts after the start ``i`` (bit k: byte window + k), or none
+    where the window does not decide the pre-token at ``i`` (``i`` outside it, or
+    a start a contraction may concern)."""
+    cdef Py_ssize_t offset = i - sc.window
+    if 0 <= offset < 63 and not ((sc.risky_starts >> offset) & 1):
+        return sc.starts & (~(<uint64_t>0) << (offset + 1))
+    return 0
+
+
 cdef inline Py_ssize_t scanner_next(Scanner* sc, Py_ssize_t i) noexcept nogil:
     """The end of the pre-token that starts at byte ``i``: the window's next start
     where it has one (inline here, in the caller's loop: most pre-tokens end
     there), else ``scanner_next_slow``'s answer."""
-    cdef Py_ssize_t offset = i - sc.window
-    cdef uint64_t after
+    cdef uint64_t after = window_after(sc, i)
     cdef int end
-    if 0 <= offset < 63 and not ((sc.risky_starts >> offset) & 1):
-        after = sc.starts & (~(<uint64_t>0) << (offset + 1))
-        if after:
-            end = trailing_zeros(after)
-            if not ((sc.risky_ends >> end) & 1):
-                return sc.window + end
+    if after:
+        end = trailing_zeros(after)
+        if not ((sc.risky_ends >> end) & 1):
+            return sc.window + end
     return scanner_next_slow(sc, i)
 
 # The ends of the pre-tokens from the start ``i`` on, at least ``room`` of them

@@ -687,26 +687,22 @@ cdef Py_ssize_t scanner_fill(Scanner* sc, Py_ssize_t i, Py_ssize_t* ends, Py_ssi
     are the ones ``scanner_next`` would return one by one, and the one at such
     a start goes through ``scanner_next_slow`` as it would there."""
     cdef Py_ssize_t count = 0
-    cdef Py_ssize_t offset
     cdef uint64_t after, risky, first, taken
     while count < room and i < sc.n:
-        offset = i - sc.window
-        if 0 <= offset < 63 and not ((sc.risky_starts >> offset) & 1):
-            after = sc.starts & (~(<uint64_t>0) << (offset + 1))
-            risky = after & (sc.risky_starts | sc.risky_ends)
-            if risky:
-                # Up to the first risky start: a pre-token may end there unless
-                # it is a risky end; the next one is the byte-by-byte scanner's.
-                first = risky & (~risky + 1)
-                taken = after & (first - 1)
-                if not (sc.risky_ends & first):
-                    taken |= first
-            else:
-                taken = after
-            if taken:
-                count += spread_bits(taken, sc.window, ends + count)
-                i = ends[count - 1]
-                continue
+        after = window_after(sc, i)
+        risky = after & (sc.risky_starts | sc.risky_ends)
+        taken = after
+        if risky:
+            # Up to the first risky start: a pre-token may end there unless it
+            # is a risky end; the next one is the byte-by-byte scanner's.
+            first = risky & (~risky + 1)
+            taken = after & (first - 1)
+            if not (sc.risky_ends & first):
+                taken |= first
+        if taken:
+            count += spread_bits(taken, sc.window, ends + count)
+            i = ends[count - 1]
+            continue
         i = scanner_next_slow(sc, i)
         ends[count] = i
         count += 1

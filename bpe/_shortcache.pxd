@@ -81,6 +81,11 @@ cdef inline uint64_t hash_words(uint64_t word0, uint64_t word1) noexcept nogil:
     return (word0 * 0x9E3779B97F4A7C15ULL) ^ (word1 * 0xC2B2AE3D27D4EB4FULL)
 
 
+cdef inline uint64_t length_tag(Py_ssize_t length) noexcept nogil:
+    """A key's top byte: its length, up to 255 (a longer piece's, which no entry holds)."""
+    return <uint64_t>(length if length < 255 else 255) << 56
+
+
 cdef inline void short_key(ShortKey* key, const uint8_t* piece, int64_t n,
                            int64_t readable) noexcept nogil:
     """The words and hash of ``piece`` (1 to SHORT_KEY_BYTES bytes). ``readable``
@@ -97,7 +102,7 @@ cdef inline void short_key(ShortKey* key, const uint8_t* piece, int64_t n,
         memcpy(padded, piece, n)
         memcpy(&key.word0, padded, 8)
         memcpy(&key.word1, padded + 8, 8)
-    key.word1 |= <uint64_t>n << 56
+    key.word1 |= length_tag(n)
     key.hash = hash_words(key.word0, key.word1)
 
 
@@ -132,10 +137,16 @@ cdef inline void shortcache_clear(ShortCache* c) noexcept nogil:
     c.n_entries = 0
 
 
-cdef inline ShortEntry* shortcache_home(const ShortCache* c, uint64_t hash) noexcept nogil:
+cdef inline uint64_t home_index(uint64_t hash, int shift) noexcept nogil:
     """The first of the two slots, in one cache line, that a key of this hash
-    probes first: nearly every key is in one of them (see ``pair_holding``)."""
-    return &c.slots[(hash >> c.shift) & ~(<uint64_t>1)]
+    probes first (``shift`` the cache's): nearly every key is in one of them
+    (see ``pair_holding``). Hot loops call it with the cache's fields in locals."""
+    return (hash >> shift) & ~(<uint64_t>1)
+
+
+cdef inline ShortEntry* shortcache_home(const ShortCache* c, uint64_t hash) noexcept nogil:
+    """The slot ``home_index`` gives, in ``c``."""
+    return &c.slots[home_index(hash, c.shift)]
 
 
 cdef inline ShortEntry* pair_holding(ShortEntry* home, const ShortKey* key) noexcept nogil:
@@ -165,7 +176,7 @@ cdef inline void short_keys(ShortKey* keys, const uint8_t* data, Py_ssize_t n, P
     Where every piece has 16 bytes to read, each key is two loads, a row of
     ``KEEP`` and ands, with no branch on its length: the lengths of
     consecutive pre-tokens are random, and a branch on them is mispredicted."""
-    cdef Py_ssize_t k, length, m, tag
+    cdef Py_ssize_t k, length, m
     cdef uint64_t word0, word1
     cdef ShortEntry* slots = cache.slots
     cdef int shift = cache.shift
@@ -176,13 +187,12 @@ cdef inline void short_keys(ShortKey* keys, const uint8_t* data, Py_ssize_t n, P
             memcpy(&word0, data + start, 8)
             memcpy(&word1, data + start + 8, 8)
             m = length if length < SHORT_KEY_BYTES else SHORT_KEY_BYTES
-            tag = length if length < 255 else 255
             word0 &= KEEP[m][0]
-            word1 = (word1 & KEEP[m][1]) | (<uint64_t>tag << 56)
+            word1 = (word1 & KEEP[m][1]) | length_tag(length)
             keys[k].word0 = word0
             keys[k].word1 = word1
             keys[k].hash = hash_words(word0, word1)
-            prefetch(&slots[(keys[k].hash >> shift) & ~(<uint64_t>1)])
+            prefetch(&slots[home_index(keys[k].hash, shift)])
             start = ends[k]
         return
     for k in range(count):
@@ -191,7 +201,7 @@ cdef inline void short_keys(ShortKey* keys, const uint8_t* data, Py_ssize_t n, P
             short_key(&keys[k], data + start, length, n - start)
         else:
             keys[k].word0 = 0
-            keys[k].word1 = <uint64_t>(length if length < 255 else 255) << 56
+            keys[k].word1 = length_tag(length)
             keys[k].hash = hash_words(keys[k].word0, keys[k].word1)
         prefetch(shortcache_home(cache, keys[k].hash))
         start = ends[k]
@@ -200,7 +210,7 @@ cdef inline void short_keys(ShortKey* keys, const uint8_t* data, Py_ssize_t n, P
 cdef inline ShortEntry* shortcache_slot(const ShortCache* c, const ShortKey* key) noexcept nogil:
     """The entry holding the key, or the empty one where it would go: probed
     from its home pair on."""
-    cdef uint64_t i = (key.hash >> c.shift) & ~(<uint64_t>1)
+    cdef uint64_t i = home_index(key.hash, c.shift)
     cdef ShortEntry* e
     while True:
         e = &c.slots[i]
