@@ -32,8 +32,9 @@ from bpe._memory cimport grow, mem_alloc, mem_free, reserve_fresh
 from bpe._pairmap cimport PairMap, pairmap_free, pairmap_get, pairmap_init, pairmap_prefetch, pairmap_set
 from bpe._scanner cimport FILL_SLACK, Scanner, check_pattern, scanner_fill, scanner_init
 from bpe._shortcache cimport (INLINE_IDS, SHORT_KEY_BYTES, ShortCache, ShortEntry, ShortKey, short_key,
-                              home_index, short_keys, shortcache_free, shortcache_holds, shortcache_home,
-                              shortcache_init, shortcache_insert, shortcache_slot, pair_holding)
+                              short_keys, shortcache_free, shortcache_holds, shortcache_home,
+                              shortcache_init, shortcache_insert, shortcache_slot, pair_holding, copy_ids,
+                              count_ids)
 from bpe._specials cimport Needles, needles_free, needles_point_at, needles_restart, next_special
 from bpe._types cimport offset_t, out_id_t, pack_pair, pair_t, token_t
 from bpe._utf8 cimport utf8_bound, write_utf8
@@ -54,7 +55,7 @@ cdef enum:
     WHOLE_SEGMENT = -1               # "pattern" id: no pre-tokenization
     SCAN_BATCH = 64                  # pre-tokens scanned before they are looked up
     MISSES_TO_PREFETCH_TOKENS = 4    # a batch with this many short-cache misses: the next prefetches the short tokens too
-    OUT_SLACK = INLINE_IDS + 1       # ids a short-cache hit writes: its ids and count, copied at once
+    OUT_SLACK = INLINE_IDS           # ids a short-cache hit writes: its four lanes, copied at once
     PAIR_BATCH = 16                  # pairs of a token prefetched before they are entered
 
 
@@ -559,9 +560,9 @@ cdef class EncodeKernel:
         cdef int64_t before, count
         entry = shortcache_slot(&s.short, key)
         if shortcache_holds(entry):
-            # As _encode_batch copies a hit (its ids and count at once) where
-            # there is room past them; else only the ids that count.
-            count = entry.n_ids
+            # As _encode_batch copies a hit (its four lanes at once) where
+            # there is room past them; else only its ids.
+            count = count_ids(entry.ids)
             memcpy(s.out.data + s.out.size, entry.ids,
                    (OUT_SLACK if s.out.size + OUT_SLACK <= s.out.capacity else count) * sizeof(out_id_t))
             s.out.size += count
@@ -595,6 +596,7 @@ cdef class EncodeKernel:
         cdef Py_ssize_t ends_from_start[1 + SCAN_BATCH + FILL_SLACK]
         cdef Py_ssize_t* ends = ends_from_start + 1       # ends[-1]: where the batch starts
         cdef ShortKey keys[SCAN_BATCH + FILL_SLACK]
+        cdef ShortEntry* homes[SCAN_BATCH + FILL_SLACK]
         if pattern == WHOLE_SEGMENT:
             return self._encode_piece(s, data, n, False)
         scanner_init(&scanner, pattern, data, n)
@@ -604,38 +606,36 @@ cdef class EncodeKernel:
         while i < n:
             ends_from_start[0] = i           # ends[-1]
             batch = scanner_fill(&scanner, i, ends, SCAN_BATCH)
-            short_keys(keys, data, n, i, ends, batch, &s.short)
+            short_keys(keys, homes, data, n, i, ends, batch, &s.short)
             if missed >= MISSES_TO_PREFETCH_TOKENS:
                 # Cold: a miss asks the short tokens next, a random line of
                 # megabytes each time. Brought in now, they are on their way.
                 for k in range(batch):
                     prefetch(shortcache_home(&self.short_tokens, keys[k].hash))
-            missed = self._encode_batch(s, data, ends, keys, batch)
+            missed = self._encode_batch(s, data, ends, keys, homes, batch)
             if missed < 0:
                 return -1
             i = ends[batch - 1]
         return 0
 
     cdef Py_ssize_t _encode_batch(self, Scratch* s, const uint8_t* data, const Py_ssize_t* ends,
-                                  const ShortKey* keys, Py_ssize_t count) noexcept nogil:
+                                  const ShortKey* keys, ShortEntry** homes,
+                                  Py_ssize_t count) noexcept nogil:
         """Append the ids of the pre-tokens from ``ends[-1]`` to each of ``ends[:count]``
-        in turn (``keys`` theirs).
+        in turn (``keys`` theirs, ``homes`` their home pairs in ``s.short``).
 
         The inner loop has one branch per pre-token: whether one of its home
-        pair in the short cache holds it, when the entry's ids and count are
-        copied in one go and the size moved past the ids that count. It runs
-        while ``s.out`` has room for every such copy left; anything else
-        (another slot, a miss, a longer pre-token) leaves it for
-        ``_encode_missed``, and it resumes after. Its state fits in registers
-        because nothing else is live in it. Returns how many were in neither
-        of the session's caches, or -1 when out of memory."""
+        pair holds it, when the entry's four lanes are copied in one go and
+        the size moved past the ids among them. It runs while ``s.out`` has
+        room for every such copy left; anything else (another slot, a miss, a
+        longer pre-token) leaves it for ``_encode_missed``, and it resumes
+        after. Its state fits in registers because nothing else is live in
+        it. Returns how many were in neither of the session's caches, or -1
+        when out of memory."""
         cdef Py_ssize_t k = 0
         cdef Py_ssize_t missed = 0
         cdef int status
         cdef ShortEntry* entry
-        cdef const ShortKey* key
-        cdef ShortEntry* slots = s.short.slots
-        cdef int shift = s.short.shift
         cdef out_id_t* out
         cdef int64_t size
         while k < count:
@@ -643,14 +643,10 @@ cdef class EncodeKernel:
             size = s.out.size
             if size + OUT_SLACK * (count - k) <= s.out.capacity:
                 while k < count:
-                    key = &keys[k]
-                    # The home pair from locals: shortcache_home would reload
-                    # the table's address and shift on every pre-token.
-                    entry = pair_holding(&slots[home_index(key.hash, shift)], key)
+                    entry = pair_holding(homes[k], &keys[k])
                     if entry == NULL:
                         break
-                    memcpy(out + size, entry.ids, OUT_SLACK * sizeof(out_id_t))
-                    size += entry.n_ids
+                    size += copy_ids(out + size, entry.ids)
                     k += 1
                 s.out.size = size
                 if k == count:

@@ -10,9 +10,14 @@
 # byte of the second (so keys of different lengths differ, and no key is
 # zero: the mark of an empty slot). It is loaded at once and masked by a row of
 # a table (no branch on the length), hashed by two multiplies, and compared by
-# two word compares; its ids (up to three: nearly every short pre-token) sit in
-# the same entry. Longer pre-tokens, and short ones of more than three ids, use
-# the general path.
+# two word compares; its ids (up to four: nearly every short pre-token) sit in
+# the same entry, and are copied out with one 16-byte store. Longer
+# pre-tokens, and short ones of more than four ids, use the general path.
+#
+# An entry keeps no count: the lanes past its ids hold NO_ID, which no token
+# has, and a compare of the four lanes at once counts them. (A count field
+# took a lane, and the fourth id was worth more: gpt2 splits a newline and
+# three spaces, a common indent, into four tokens.)
 #
 # The hash's high bits pick the home slot: a multiply carries every bit of its
 # operand up into them, so one multiply per word mixes enough, where the low
@@ -35,30 +40,61 @@ cdef extern from *:
     #else
     #define SHORTCACHE_LITTLE_ENDIAN 0
     #endif
-    /* Row n keeps the first n bytes of a little-endian 16-byte load. */
+    #include <stddef.h>
+    #include <stdint.h>
+    #include <string.h>
+    #define SHORTCACHE_NO_ID 0xFFFFFFFFu   /* above every token id (MAX_TOKEN_ID) */
+    /* How many of an entry's four lanes are ids, not NO_ID. */
+    static inline size_t shortcache_count_ids(const uint32_t *ids) {
+        return (size_t)((ids[0] != SHORTCACHE_NO_ID) + (ids[1] != SHORTCACHE_NO_ID)
+                        + (ids[2] != SHORTCACHE_NO_ID) + (ids[3] != SHORTCACHE_NO_ID));
+    }
+    /* Copy an entry's four lanes to out (which has room for them) and return
+       how many are ids, not NO_ID: one load serves both. */
+    #if defined(__SSE2__)
+    #include <emmintrin.h>
+    static inline size_t shortcache_copy_ids(uint32_t *out, const uint32_t *ids) {
+        __m128i lanes = _mm_loadu_si128((const __m128i *)ids);
+        _mm_storeu_si128((__m128i *)out, lanes);
+        int unused = _mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(lanes, _mm_set1_epi32(-1))));
+        return (size_t)__builtin_ctz(unused | 16);
+    }
+    #else
+    static inline size_t shortcache_copy_ids(uint32_t *out, const uint32_t *ids) {
+        memcpy(out, ids, 16);
+        return shortcache_count_ids(ids);
+    }
+    #endif
+    /* Row n (up to 15) keeps the first n bytes of a little-endian 16-byte
+       load and tags the second word with n; row 16, for every longer piece,
+       tags it with 255, which no entry has. */
     #define SHORTCACHE_ROW(n) {(n) >= 8 ? ~0ULL : (1ULL << (8 * (n))) - 1, \
-                               (n) <= 8 ? 0ULL : (1ULL << (8 * ((n) - 8))) - 1}
-    static const unsigned long long SHORTCACHE_KEEP[16][2] = {
+                               (n) <= 8 ? 0ULL : (1ULL << (8 * ((n) - 8))) - 1, \
+                               (unsigned long long)(n) << 56}
+    static const unsigned long long SHORTCACHE_KEY_ROWS[17][3] = {
         SHORTCACHE_ROW(0), SHORTCACHE_ROW(1), SHORTCACHE_ROW(2), SHORTCACHE_ROW(3),
         SHORTCACHE_ROW(4), SHORTCACHE_ROW(5), SHORTCACHE_ROW(6), SHORTCACHE_ROW(7),
         SHORTCACHE_ROW(8), SHORTCACHE_ROW(9), SHORTCACHE_ROW(10), SHORTCACHE_ROW(11),
-        SHORTCACHE_ROW(12), SHORTCACHE_ROW(13), SHORTCACHE_ROW(14), SHORTCACHE_ROW(15)};
+        SHORTCACHE_ROW(12), SHORTCACHE_ROW(13), SHORTCACHE_ROW(14), SHORTCACHE_ROW(15),
+        {0, 0, 255ULL << 56}};
     """
     bint LITTLE_ENDIAN "SHORTCACHE_LITTLE_ENDIAN"
-    const uint64_t KEEP "SHORTCACHE_KEEP"[16][2]
+    const uint64_t KEY_ROWS "SHORTCACHE_KEY_ROWS"[17][3]
     void prefetch "__builtin_prefetch" (const void* address) noexcept nogil
+    size_t copy_ids "shortcache_copy_ids" (uint32_t* out, const uint32_t* ids) noexcept nogil
+    size_t count_ids "shortcache_count_ids" (const uint32_t* ids) noexcept nogil
+    const uint32_t NO_ID "SHORTCACHE_NO_ID"
 
 
 cdef enum:
     SHORT_KEY_BYTES = 15     # the longest key
-    INLINE_IDS = 3           # ids held in an entry
+    INLINE_IDS = 4           # ids held in an entry
 
 
 cdef struct ShortEntry:
     uint64_t key0            # key bytes 0-7, zero past its end
     uint64_t key1            # key bytes 8-14, zero past its end; the length in the top byte; 0: empty
-    uint32_t ids[INLINE_IDS] # then unused ids are 0
-    uint32_t n_ids           # 1 to INLINE_IDS: after the ids, so that one 16-byte copy moves them
+    uint32_t ids[INLINE_IDS] # 1 to INLINE_IDS ids, then NO_ID
 
 
 cdef struct ShortKey:
@@ -81,9 +117,9 @@ cdef inline uint64_t hash_words(uint64_t word0, uint64_t word1) noexcept nogil:
     return (word0 * 0x9E3779B97F4A7C15ULL) ^ (word1 * 0xC2B2AE3D27D4EB4FULL)
 
 
-cdef inline uint64_t length_tag(Py_ssize_t length) noexcept nogil:
-    """A key's top byte: its length, up to 255 (a longer piece's, which no entry holds)."""
-    return <uint64_t>(length if length < 255 else 255) << 56
+cdef inline const uint64_t* key_row(Py_ssize_t length) noexcept nogil:
+    """The row of ``KEY_ROWS`` for a piece of ``length`` bytes."""
+    return KEY_ROWS[length if length <= SHORT_KEY_BYTES else SHORT_KEY_BYTES + 1]
 
 
 cdef inline void short_key(ShortKey* key, const uint8_t* piece, int64_t n,
@@ -92,17 +128,18 @@ cdef inline void short_key(ShortKey* key, const uint8_t* piece, int64_t n,
     bytes from ``piece`` may be read: with 16 or more the words are loaded
     whole and masked (little-endian machines), else copied byte by byte."""
     cdef uint8_t padded[16]
+    cdef const uint64_t* row = key_row(n)
     if LITTLE_ENDIAN and readable >= 16:
         memcpy(&key.word0, piece, 8)
         memcpy(&key.word1, piece + 8, 8)
-        key.word0 &= KEEP[n][0]
-        key.word1 &= KEEP[n][1]
+        key.word0 &= row[0]
+        key.word1 &= row[1]
     else:
         memset(padded, 0, 16)
         memcpy(padded, piece, n)
         memcpy(&key.word0, padded, 8)
         memcpy(&key.word1, padded + 8, 8)
-    key.word1 |= length_tag(n)
+    key.word1 |= row[2]
     key.hash = hash_words(key.word0, key.word1)
 
 
@@ -166,44 +203,48 @@ cdef inline bint shortcache_holds(const ShortEntry* e) noexcept nogil:
     return e.key1 != 0
 
 
-cdef inline void short_keys(ShortKey* keys, const uint8_t* data, Py_ssize_t n, Py_ssize_t start,
-                            const Py_ssize_t* ends, Py_ssize_t count, const ShortCache* cache) noexcept nogil:
+cdef inline void short_keys(ShortKey* keys, ShortEntry** homes, const uint8_t* data, Py_ssize_t n,
+                            Py_ssize_t start, const Py_ssize_t* ends, Py_ssize_t count,
+                            const ShortCache* cache) noexcept nogil:
     """The keys of the ``count`` pieces of ``data[:n]`` from ``start`` to each of
-    ``ends`` in turn, each key's home pair in ``cache`` prefetched. A piece of
-    more than SHORT_KEY_BYTES gets a key with its length (up to 255) in the
-    top byte, which no entry holds.
+    ``ends`` in turn, and their home pairs in ``cache`` (``homes``), prefetched.
+    A piece of more than SHORT_KEY_BYTES gets a key that no entry holds (its
+    length 255).
 
-    Where every piece has 16 bytes to read, each key is two loads, a row of
-    ``KEEP`` and ands, with no branch on its length: the lengths of
-    consecutive pre-tokens are random, and a branch on them is mispredicted."""
-    cdef Py_ssize_t k, length, m
+    Where every piece has 16 bytes to read, each key is two loads and a row
+    of ``KEY_ROWS`` (no branch on its length: the lengths of consecutive
+    pre-tokens are random, and a branch on them is mispredicted). The home
+    is kept, not only prefetched: the lookup then needs neither the hash nor
+    the table's shape."""
+    cdef Py_ssize_t k
     cdef uint64_t word0, word1
+    cdef const uint64_t* row
     cdef ShortEntry* slots = cache.slots
     cdef int shift = cache.shift
     cdef Py_ssize_t last_start = ends[count - 2] if count > 1 else start
     if LITTLE_ENDIAN and last_start + 16 <= n:
         for k in range(count):
-            length = ends[k] - start
             memcpy(&word0, data + start, 8)
             memcpy(&word1, data + start + 8, 8)
-            m = length if length < SHORT_KEY_BYTES else SHORT_KEY_BYTES
-            word0 &= KEEP[m][0]
-            word1 = (word1 & KEEP[m][1]) | length_tag(length)
+            row = key_row(ends[k] - start)
+            word0 &= row[0]
+            word1 = (word1 & row[1]) | row[2]
             keys[k].word0 = word0
             keys[k].word1 = word1
             keys[k].hash = hash_words(word0, word1)
-            prefetch(&slots[home_index(keys[k].hash, shift)])
+            homes[k] = &slots[home_index(keys[k].hash, shift)]
+            prefetch(homes[k])
             start = ends[k]
         return
     for k in range(count):
-        length = ends[k] - start
-        if length <= SHORT_KEY_BYTES:
-            short_key(&keys[k], data + start, length, n - start)
+        if ends[k] - start <= SHORT_KEY_BYTES:
+            short_key(&keys[k], data + start, ends[k] - start, n - start)
         else:
             keys[k].word0 = 0
-            keys[k].word1 = length_tag(length)
+            keys[k].word1 = key_row(ends[k] - start)[2]
             keys[k].hash = hash_words(keys[k].word0, keys[k].word1)
-        prefetch(shortcache_home(cache, keys[k].hash))
+        homes[k] = shortcache_home(cache, keys[k].hash)
+        prefetch(homes[k])
         start = ends[k]
 
 
@@ -233,6 +274,5 @@ cdef inline void shortcache_insert(ShortCache* c, ShortEntry* slot, const ShortK
     for k in range(n_ids):
         slot.ids[k] = ids[k]
     for k in range(n_ids, INLINE_IDS):
-        slot.ids[k] = 0
-    slot.n_ids = <uint32_t>n_ids
+        slot.ids[k] = NO_ID
     c.n_entries += 1

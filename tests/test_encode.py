@@ -413,7 +413,7 @@ def test_short_and_long_pieces_merge_by_the_same_rule(piece):
 @settings(max_examples=200, deadline=None)
 @given(words=st.lists(st.text(alphabet="abcXYZ019!?.é'", min_size=1, max_size=20), min_size=1, max_size=30))
 def test_short_pieces_from_the_cache_equal_fresh_ones(pair, words):
-    # Pre-tokens of up to 15 bytes and 3 ids are cached with their ids inline, the
+    # Pre-tokens of up to 15 bytes and 4 ids are cached with their ids inline, the
     # others in the general cache: each word twice in one call (a miss, then a
     # hit), then the whole text again in a second call (all hits).
     tok, reference = pair
@@ -440,6 +440,25 @@ def test_pre_tokens_of_every_length_around_the_short_keys_limit(pair):
     assert tok.encode_ordinary(text) == reference.encode_ordinary(text)
     assert tok.encode_ordinary(text) == reference.encode_ordinary(text)
     assert tok.encode_batch(words) == [reference.encode_ordinary(word) for word in words]
+
+
+def test_short_pre_tokens_of_one_to_six_ids_from_the_cache(pair):
+    # An entry holds up to four ids, the lanes after them marked as no id; five
+    # and more go to the general cache. Pre-tokens of each count from 1 to 6,
+    # a miss then a hit in one call, then all hits in the next.
+    tok, reference = pair
+    rng = np.random.default_rng(11)
+    by_count = {}
+    while len(by_count) < 6 or min(len(words) for words in by_count.values()) < 20:
+        word = " " + "".join(rng.choice(list("qxzjkvwyQXZ"), size=int(rng.integers(1, 15))))
+        count = len(reference.encode_ordinary(word))
+        if count <= 6 and len(by_count.setdefault(count, [])) < 20:
+            by_count[count].append(word)
+    assert sorted(by_count) == [1, 2, 3, 4, 5, 6]
+    text = "".join(word for words in by_count.values() for word in words) * 2
+    tok.clear_cache()
+    assert tok.encode_ordinary(text) == reference.encode_ordinary(text)
+    assert tok.encode_ordinary(text) == reference.encode_ordinary(text)
 
 
 def test_the_short_cache_starts_afresh_at_its_budget(pair):
@@ -474,14 +493,17 @@ def test_the_kernel_finds_ranked_tokens_by_sparse_ids_too():
 
 
 def test_short_cache_hits_fill_an_output_of_exactly_the_bound():
-    # A hit stores its three inline ids at once when the output has room past
-    # them, and only those that count where it has not: an output given as
-    # exactly one id per byte, filled by one-id-per-byte pre-tokens to its end.
+    # A hit stores its four lanes at once when the output has room past them,
+    # and only its ids where it has not: an output given as exactly one id per
+    # byte, filled by one-id-per-byte pre-tokens to its end, the last of 1 to
+    # 5 ids (gpt2 has no token for two tabs, or for a newline and spaces).
     tok = bpe.load("gpt2")
     reference = get_encoding("gpt2")
-    for text in ["a\n" * 40, ("a\nʬ\n" * 20) + "ʬ", ("ʬ\n" * 30) + "ʬʬ"]:
+    for text in ["a\n" * 40, ("a\nʬ\n" * 20) + "ʬ", ("ʬ\n" * 30) + "ʬʬ", ("a\n" * 20) + "a\n   ",
+                 ("a\t" * 20) + "a\t\t\t\t", ("a\t" * 20) + "a\t\t\t\t\t"]:
         data = text.encode()
         expected = reference.encode(text)
+        assert len(expected) == len(data), "the output's bound is not reached"
         assert tok.encode(text) == expected
         for _ in range(2):                                   # cold, then every pre-token a hit
             room = np.full(len(data) + 3, 7, dtype=np.uint32)
