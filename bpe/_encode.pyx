@@ -7,8 +7,9 @@ Encoding a pre-token repeatedly merges the adjacent pair of highest priority
 rule. A pair (x, y) can merge when the bytes x + y are a merged token; its rank
 is that token's place in merge order. The kernel keeps
 
-* ``pairs``: a hash map from the two ids to the rank (``bpe/_pairmap.pxd``),
-  with ``merged_id[rank]`` the resulting token, built once per tokenizer;
+* ``pairs``: the rank of each pair of ids (``bpe/_pairranks.pxd``: packed
+  slots, and a grid for pairs of bytes), with ``merged_id[rank]`` the
+  resulting token, built once per tokenizer;
 * ``tokens``: byte string -> id, so a pre-token that is itself a token maps
   straight to it (tiktoken does the same);
 * per call, a cache from pre-token bytes to its ids: text repeats its words.
@@ -29,14 +30,15 @@ from bpe._bytestable cimport (FNV_OFFSET, FNV_PRIME, BytesTable, bytestable_add,
                               bytestable_slot, hash_bytes, slot_entry)
 from bpe._checks cimport check_ids, check_offsets
 from bpe._memory cimport grow, mem_alloc, mem_free, reserve_fresh
-from bpe._pairmap cimport PairMap, pairmap_free, pairmap_get, pairmap_init, pairmap_prefetch, pairmap_set
+from bpe._pairranks cimport (PairRanks, byte_pair_rank, pair_rank, pairranks_add, pairranks_fill_bytes,
+                             pairranks_free, pairranks_init, pairranks_prefetch)
 from bpe._scanner cimport FILL_SLACK, Scanner, check_pattern, scanner_fill, scanner_init
 from bpe._shortcache cimport (INLINE_IDS, SHORT_KEY_BYTES, ShortCache, ShortEntry, ShortKey, short_key,
                               short_keys, shortcache_free, shortcache_holds, shortcache_home,
                               shortcache_init, shortcache_insert, shortcache_slot, pair_holding, copy_ids,
                               count_ids)
 from bpe._specials cimport Needles, needles_free, needles_point_at, needles_restart, next_special
-from bpe._types cimport offset_t, out_id_t, pack_pair, pair_t, token_t
+from bpe._types cimport offset_t, out_id_t, pack_pair, pair_left, pair_right, pair_t, token_t
 from bpe._utf8 cimport utf8_bound, write_utf8
 
 cdef extern from "Python.h":
@@ -255,7 +257,7 @@ cdef class EncodeKernel:
         token_t byte_ids[256]
         BytesTable tokens
         ShortCache short_tokens  # the tokens of 2 to SHORT_KEY_BYTES bytes: a miss's first probe
-        PairMap pairs
+        PairRanks pairs
         token_t* merged_id
         int32_t n_ranks
 
@@ -271,12 +273,14 @@ cdef class EncodeKernel:
         cdef ShortEntry* slot
         cdef uint32_t token_id
         cdef const uint8_t* data = &token_data[0] if token_data.shape[0] > 0 else NULL
-        # The tables are built first: __dealloc__ frees whatever was allocated.
-        if (bytestable_init_sized(&self.tokens, n_tokens, token_data.shape[0]) < 0
-                or pairmap_init(&self.pairs, 4 * ranked_ids.shape[0]) < 0):
-            raise MemoryError()
         if byte_ids.shape[0] != 256:
             raise ValueError(f"byte_ids has {byte_ids.shape[0]} entries, not 256")
+        cdef int64_t id_limit = max(int(np.max(token_ids)) if n_tokens > 0 else 0, int(np.max(byte_ids))) + 1
+        # The tables are built first: __dealloc__ frees whatever was allocated.
+        # A vocabulary has about two pairs for each rank (splits of its tokens).
+        if (bytestable_init_sized(&self.tokens, n_tokens, token_data.shape[0]) < 0
+                or pairranks_init(&self.pairs, 2 * ranked_ids.shape[0], id_limit, ranked_ids.shape[0]) < 0):
+            raise MemoryError()
         check_offsets(token_offsets, n_tokens, token_data.shape[0], "token arrays")
         # Ids become uint32 outputs and index the callers' tables: none may be negative.
         check_ids(token_ids, MAX_TOKEN_ID + 1, "token ids")
@@ -325,6 +329,7 @@ cdef class EncodeKernel:
             if self._register_splits(<int32_t>k, data + start, token_offsets[t + 1] - start,
                                      token_data.shape[0] - start) < 0:
                 raise MemoryError()
+        pairranks_fill_bytes(&self.pairs, self.byte_ids)
 
     cdef int _register_splits(self, int32_t rank, const uint8_t* token, int64_t length,
                               int64_t readable) noexcept nogil:
@@ -360,7 +365,7 @@ cdef class EncodeKernel:
             if right < 0:
                 continue
             pairs[n_pairs] = pack_pair(<token_t>left, <token_t>right)
-            pairmap_prefetch(&self.pairs, pairs[n_pairs])
+            pairranks_prefetch(&self.pairs, <token_t>left, <token_t>right)
             n_pairs += 1
             if n_pairs == PAIR_BATCH:
                 if self._register_pairs(pairs, n_pairs, rank) < 0:
@@ -373,7 +378,7 @@ cdef class EncodeKernel:
         it. -1 when out of memory."""
         cdef int64_t i
         for i in range(n):
-            if pairmap_get(&self.pairs, pairs[i]) < 0 and pairmap_set(&self.pairs, pairs[i], rank) < 0:
+            if pairranks_add(&self.pairs, pair_left(pairs[i]), pair_right(pairs[i]), rank) < 0:
                 return -1
         return 0
 
@@ -392,14 +397,22 @@ cdef class EncodeKernel:
         entry = slot_entry(self.tokens.slots[bytestable_slot(&self.tokens, s, n, hash)])
         return -1 if entry < 0 else self.tokens.values[entry]
 
+    @property
+    def pair_table(self):
+        """``(layout, pairs, slots)`` of the pair ranks: "packed" or "wide" (see
+        ``bpe/_pairranks.pxd``), for tests to know which they hold."""
+        if self.pairs.wide:
+            return "wide", self.pairs.pairs.size, self.pairs.pairs.mask + 1
+        return "packed", self.pairs.size, self.pairs.mask + 1
+
     def __dealloc__(self):
         bytestable_free(&self.tokens)
         shortcache_free(&self.short_tokens)
-        pairmap_free(&self.pairs)
+        pairranks_free(&self.pairs)
         mem_free(self.merged_id)
 
     cdef inline int32_t _rank(self, token_t left, token_t right) noexcept nogil:
-        return pairmap_get(&self.pairs, pack_pair(left, right))
+        return pair_rank(&self.pairs, left, right)
 
     cdef int _merge_short(self, const uint8_t* piece, int64_t n, int32_t max_rank,
                           Ids* out) noexcept nogil:
@@ -408,34 +421,34 @@ cdef class EncodeKernel:
         small array of pair ranks instead of keeping a heap, whose upkeep costs
         more than the scan at these lengths."""
         cdef token_t token[SHORT_PIECE]
-        cdef int32_t pair_rank[SHORT_PIECE]
+        cdef int32_t ranks[SHORT_PIECE]
         cdef int64_t m = n, i, at
         cdef int32_t rank, best
         for i in range(n):
             token[i] = self.byte_ids[piece[i]]
         for i in range(n - 1):
-            rank = self._rank(token[i], token[i + 1])
-            pair_rank[i] = rank if 0 <= rank < max_rank else NO_RANK
+            rank = byte_pair_rank(&self.pairs, piece[i], piece[i + 1])
+            ranks[i] = rank if 0 <= rank < max_rank else NO_RANK
         while m > 1:
             best = NO_RANK
             at = -1
             for i in range(m - 1):
-                if pair_rank[i] < best:          # strictly lower: the leftmost wins ties
-                    best = pair_rank[i]
+                if ranks[i] < best:          # strictly lower: the leftmost wins ties
+                    best = ranks[i]
                     at = i
             if at < 0:
                 break
             token[at] = self.merged_id[best]
             for i in range(at + 1, m - 1):       # close the gap left by token[at + 1]
                 token[i] = token[i + 1]
-                pair_rank[i] = pair_rank[i + 1]
+                ranks[i] = ranks[i + 1]
             m -= 1
             if at + 1 < m:
                 rank = self._rank(token[at], token[at + 1])
-                pair_rank[at] = rank if 0 <= rank < max_rank else NO_RANK
+                ranks[at] = rank if 0 <= rank < max_rank else NO_RANK
             if at > 0:
                 rank = self._rank(token[at - 1], token[at])
-                pair_rank[at - 1] = rank if 0 <= rank < max_rank else NO_RANK
+                ranks[at - 1] = rank if 0 <= rank < max_rank else NO_RANK
         if ids_reserve(out, m) < 0:
             return -1
         for i in range(m):
@@ -464,7 +477,7 @@ cdef class EncodeKernel:
             next_part[i] = <int32_t>(i + 1)
             prev_part[i] = <int32_t>(i - 1)
         for i in range(n - 1):
-            rank = self._rank(token[i], token[i + 1])
+            rank = byte_pair_rank(&self.pairs, piece[i], piece[i + 1])
             if 0 <= rank < max_rank:
                 heap_push(s.heap, &heap_size, (<int64_t>rank << 32) | i)
         while heap_size > 0:

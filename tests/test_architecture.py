@@ -25,7 +25,7 @@ LAYERS = [
     "pure", "view",                                                  # the oracle, seeing tokens
     "chunking", "specials", "patterns", "files", "workers", "progress", "errors",   # rules, tools
     "_train", "_lists", "_rankfile", "_encode", "_scanner", "unicode",   # kernels
-    "_shortcache", "_bytestable", "_pairmap", "_specials", "_utf8", "_checks", "_types",  # kernel
+    "_shortcache", "_bytestable", "_pairranks", "_pairmap", "_specials", "_utf8", "_checks", "_types",  # kernel
     "_memory",                                                                              # headers
 ]
 

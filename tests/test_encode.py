@@ -485,11 +485,30 @@ def test_the_kernel_finds_ranked_tokens_by_sparse_ids_too():
     text = random_corpus(6, n_words=300)
     expected = tok.encoder.encode_strs([text], [])[0].astype(np.int64)
     arrays = tok.encoder._arrays
-    for scale in (3, 100_000):           # ids up to ~1 400 (dense), up to ~46 million (sparse)
+    # Pair ranks pack ids below 2^21 into one word ("packed"); larger ids keep
+    # the pair map ("wide"). Both must agree too.
+    for scale, layout in ((3, "packed"), (100_000, "wide")):   # ids up to ~1 400, up to ~46 million
         scaled = {name: (array * scale).astype(np.int32) if name in ("byte_ids", "token_ids", "ranked_ids")
                   else array for name, array in arrays.items()}
-        ids = Encoder(scaled, tok.pattern, {}).encode_strs([text], [])[0]
+        encoder = Encoder(scaled, tok.pattern, {})
+        assert encoder._kernel.pair_table[0] == layout
+        ids = encoder.encode_strs([text], [])[0]
         assert np.array_equal(ids, expected * scale)
+
+
+def test_pairs_past_the_expected_number_grow_the_table():
+    # The pair table is sized for two pairs per merge; tokens of two letters
+    # split in more ways than that, so entering them grows it. Then every
+    # pair must still be found: encodings against bpe.pure.
+    rng = np.random.default_rng(1)
+    tok = bpe.train_from_iterator(["".join(rng.choice(list("ab"), size=20_000))], 256 + 256,
+                                  pattern=None, num_workers=1)
+    layout, n_pairs, _ = tok.encoder._kernel.pair_table
+    assert layout == "packed" and n_pairs > 2 * len(tok.merges)
+    ranks = {left + right: rank for rank, (left, right) in enumerate(tok.merges)}
+    for length in (2, 7, 31, 33, 200):
+        piece = "".join(rng.choice(list("ab"), size=length)).encode()
+        assert tok.encode_piece(piece) == [tok.token_id(part) for part in pure.encode_piece(piece, ranks)]
 
 
 def test_short_cache_hits_fill_an_output_of_exactly_the_bound():
