@@ -32,8 +32,15 @@ typedef void (*classify_fn)(const uint8_t *p, ClassMasks *out);
 /* The index of the lowest set bit of a non-zero word. */
 static inline int trailing_zeros(uint64_t x) { return __builtin_ctzll(x); }
 
-/* The same, or 64 for zero (tzcnt's answer; __builtin_ctzll's is undefined). */
-static inline int trailing_zeros_or_64(uint64_t x) { return x ? __builtin_ctzll(x) : 64; }
+/* The number of set bits, by adding neighbours' counts in ever wider fields:
+ * __builtin_popcountll is a call to libgcc where the build may not assume the
+ * popcnt instruction (we never build for the build machine's CPU). */
+static inline int count_bits(uint64_t x) {
+    x = x - ((x >> 1) & 0x5555555555555555ULL);
+    x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+    x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0FULL;
+    return (int)((x * 0x0101010101010101ULL) >> 56);
+}
 
 /* The number of zero bits above the highest set bit of a non-zero word. */
 static inline int leading_zeros(uint64_t x) { return __builtin_clzll(x); }

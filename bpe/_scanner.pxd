@@ -17,7 +17,6 @@ cdef extern from "_classify.h":
         uint64_t high
     ctypedef void (*classify_fn)(const uint8_t* p, ClassMasks* out) noexcept nogil
     int trailing_zeros(uint64_t x) noexcept nogil
-    int trailing_zeros_or_64(uint64_t x) noexcept nogil
 
 
 cdef enum:

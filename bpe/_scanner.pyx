@@ -58,7 +58,7 @@ cdef extern from "_classify.h":
     classify_fn classify_function(int path) noexcept nogil
     int classify_best() noexcept nogil
     int leading_zeros(uint64_t x) noexcept nogil
-    int popcount "__builtin_popcountll" (uint64_t x) noexcept nogil
+    int count_bits(uint64_t x) noexcept nogil
 
 cdef enum:
     FRONT_CACHE_SLOTS = 1 << 17     # an interner's front cache: 4 MiB, 2^16 entries
@@ -668,13 +668,15 @@ cdef inline Py_ssize_t spread_bits(uint64_t bits, Py_ssize_t base, Py_ssize_t* o
     """Write ``base + k`` for each set bit k of ``bits``, lowest first, to ``out``;
     return how many. Eight are written at a time whether or not there are as
     many (``out`` has room for 64 more than it is given): a loop that stops at
-    the last bit would mispredict its exit once per window."""
-    cdef Py_ssize_t count = popcount(bits)
+    the last bit would mispredict its exit once per window. Those past the
+    last bit are junk: the top bit or'ed in spares ``trailing_zeros`` a test
+    for zero, and changes no lowest set bit."""
+    cdef Py_ssize_t count = count_bits(bits)
     cdef Py_ssize_t k = 0
     cdef int j
     while True:
         for j in range(8):
-            out[k + j] = base + trailing_zeros_or_64(bits)
+            out[k + j] = base + trailing_zeros(bits | (<uint64_t>1 << 63))
             bits &= bits - 1
         k += 8
         if k >= count:
@@ -701,7 +703,7 @@ cdef Py_ssize_t scanner_fill(Scanner* sc, Py_ssize_t i, Py_ssize_t* ends, Py_ssi
                 taken |= first
         if taken:
             count += spread_bits(taken, sc.window, ends + count)
-            i = ends[count - 1]
+            i = sc.window + 63 - leading_zeros(taken)       # the last end, not read back
             continue
         i = scanner_next_slow(sc, i)
         ends[count] = i
