@@ -33,10 +33,10 @@ from bpe._memory cimport grow, mem_alloc, mem_free, reserve_fresh
 from bpe._pairranks cimport (PairRanks, byte_pair_rank, pair_rank, pairranks_add, pairranks_fill_bytes,
                              pairranks_free, pairranks_init, pairranks_prefetch)
 from bpe._scanner cimport FILL_SLACK, Scanner, check_pattern, scanner_fill, scanner_init
-from bpe._shortcache cimport (INLINE_IDS, SHORT_KEY_BYTES, ShortCache, ShortEntry, ShortKey, short_key,
-                              short_keys, shortcache_free, shortcache_holds, shortcache_home,
-                              shortcache_init, shortcache_insert, shortcache_slot, pair_holding, copy_ids,
-                              count_ids)
+from bpe._shortcache cimport (INLINE_IDS, SHORT_KEY_BYTES, BatchKey, ShortCache, ShortEntry, ShortKey,
+                              batch_key_hashed, copy_ids, count_ids, hash_words, pair_holding, short_key,
+                              short_keys, shortcache_free, shortcache_holds, shortcache_home, shortcache_init,
+                              shortcache_insert, shortcache_slot)
 from bpe._specials cimport Needles, needles_free, needles_point_at, needles_restart, next_special
 from bpe._types cimport offset_t, out_id_t, pack_pair, pair_left, pair_right, pair_t, token_t
 from bpe._utf8 cimport utf8_bound, write_utf8
@@ -608,8 +608,7 @@ cdef class EncodeKernel:
         cdef Scanner scanner
         cdef Py_ssize_t ends_from_start[1 + SCAN_BATCH + FILL_SLACK]
         cdef Py_ssize_t* ends = ends_from_start + 1       # ends[-1]: where the batch starts
-        cdef ShortKey keys[SCAN_BATCH + FILL_SLACK]
-        cdef ShortEntry* homes[SCAN_BATCH + FILL_SLACK]
+        cdef BatchKey keys[SCAN_BATCH + FILL_SLACK]
         if pattern == WHOLE_SEGMENT:
             return self._encode_piece(s, data, n, False)
         scanner_init(&scanner, pattern, data, n)
@@ -619,23 +618,22 @@ cdef class EncodeKernel:
         while i < n:
             ends_from_start[0] = i           # ends[-1]
             batch = scanner_fill(&scanner, i, ends, SCAN_BATCH)
-            short_keys(keys, homes, data, n, i, ends, batch, &s.short)
+            short_keys(keys, data, n, i, ends, batch, &s.short)
             if missed >= MISSES_TO_PREFETCH_TOKENS:
                 # Cold: a miss asks the short tokens next, a random line of
                 # megabytes each time. Brought in now, they are on their way.
                 for k in range(batch):
-                    prefetch(shortcache_home(&self.short_tokens, keys[k].hash))
-            missed = self._encode_batch(s, data, ends, keys, homes, batch)
+                    prefetch(shortcache_home(&self.short_tokens, hash_words(keys[k].word0, keys[k].word1)))
+            missed = self._encode_batch(s, data, ends, keys, batch)
             if missed < 0:
                 return -1
             i = ends[batch - 1]
         return 0
 
     cdef Py_ssize_t _encode_batch(self, Scratch* s, const uint8_t* data, const Py_ssize_t* ends,
-                                  const ShortKey* keys, ShortEntry** homes,
-                                  Py_ssize_t count) noexcept nogil:
+                                  const BatchKey* keys, Py_ssize_t count) noexcept nogil:
         """Append the ids of the pre-tokens from ``ends[-1]`` to each of ``ends[:count]``
-        in turn (``keys`` theirs, ``homes`` their home pairs in ``s.short``).
+        in turn (``keys`` theirs, with their home pairs in ``s.short``).
 
         The inner loop has one branch per pre-token: whether one of its home
         pair holds it, when the entry's four lanes are copied in one go and
@@ -656,7 +654,7 @@ cdef class EncodeKernel:
             size = s.out.size
             if size + OUT_SLACK * (count - k) <= s.out.capacity:
                 while k < count:
-                    entry = pair_holding(homes[k], &keys[k])
+                    entry = pair_holding(&keys[k])
                     if entry == NULL:
                         break
                     size += copy_ids(out + size, entry.ids)
@@ -672,15 +670,17 @@ cdef class EncodeKernel:
         return missed
 
     cdef int _encode_missed(self, Scratch* s, const uint8_t* piece, int64_t n,
-                            const ShortKey* key) noexcept nogil:
+                            const BatchKey* batch_key) noexcept nogil:
         """The ids of one pre-token ``_encode_batch`` did not find in its home pair:
         1 when they were in none of the session's caches, 0 when they were (or
         it is longer than a short key), -1 when out of memory.
         Single bytes too come here on a miss: their 256 entries stay in L1, and
         a branch on "one byte or more", a third of pre-tokens at random, cost
         more in mispredictions than the probe."""
+        cdef ShortKey key
         if n <= SHORT_KEY_BYTES:
-            return self._encode_short(s, piece, n, key)
+            batch_key_hashed(&key, batch_key)
+            return self._encode_short(s, piece, n, &key)
         return -1 if self._encode_piece(s, piece, n, False) < 0 else 0
 
     cdef int _encode_texts(self, Scratch* s, Py_ssize_t n_texts, const uint8_t** texts,

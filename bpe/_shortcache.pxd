@@ -103,6 +103,12 @@ cdef struct ShortKey:
     uint64_t hash
 
 
+cdef struct BatchKey:
+    uint64_t word0           # as a ShortKey's
+    uint64_t word1
+    ShortEntry* home         # its home pair in the cache the batch looks up (no hash kept)
+
+
 cdef struct ShortCache:
     ShortEntry* slots        # 64-byte aligned: slots 2k and 2k + 1 share a cache line
     void* block              # what was allocated (slots points into it)
@@ -186,11 +192,12 @@ cdef inline ShortEntry* shortcache_home(const ShortCache* c, uint64_t hash) noex
     return &c.slots[home_index(hash, c.shift)]
 
 
-cdef inline ShortEntry* pair_holding(ShortEntry* home, const ShortKey* key) noexcept nogil:
-    """The slot of the pair at ``home`` (``shortcache_home``'s) that holds the key,
-    else NULL: one cache line read. A hit is one test, of the smaller of the
-    two slots' differences from the key (a cmov): a branch per slot is
-    mispredicted, as keys sit in either slot at random."""
+cdef inline ShortEntry* pair_holding(const BatchKey* key) noexcept nogil:
+    """The slot of the key's home pair that holds it, else NULL: one cache line
+    read. A hit is one test, of the smaller of the two slots' differences
+    from the key (a cmov): a branch per slot is mispredicted, as keys sit in
+    either slot at random."""
+    cdef ShortEntry* home = key.home
     cdef uint64_t differs0 = (home[0].key0 ^ key.word0) | (home[0].key1 ^ key.word1)
     cdef uint64_t differs1 = (home[1].key0 ^ key.word0) | (home[1].key1 ^ key.word1)
     if (differs0 if differs0 < differs1 else differs1) != 0:
@@ -203,22 +210,21 @@ cdef inline bint shortcache_holds(const ShortEntry* e) noexcept nogil:
     return e.key1 != 0
 
 
-cdef inline void short_keys(ShortKey* keys, ShortEntry** homes, const uint8_t* data, Py_ssize_t n,
-                            Py_ssize_t start, const Py_ssize_t* ends, Py_ssize_t count,
-                            const ShortCache* cache) noexcept nogil:
+cdef inline void short_keys(BatchKey* keys, const uint8_t* data, Py_ssize_t n, Py_ssize_t start,
+                            const Py_ssize_t* ends, Py_ssize_t count, const ShortCache* cache) noexcept nogil:
     """The keys of the ``count`` pieces of ``data[:n]`` from ``start`` to each of
-    ``ends`` in turn, and their home pairs in ``cache`` (``homes``), prefetched.
-    A piece of more than SHORT_KEY_BYTES gets a key that no entry holds (its
-    length 255).
+    ``ends`` in turn, with their home pairs in ``cache``, prefetched. A piece
+    of more than SHORT_KEY_BYTES gets a key that no entry holds (length 255).
 
     Where every piece has 16 bytes to read, each key is two loads and a row
     of ``KEY_ROWS`` (no branch on its length: the lengths of consecutive
     pre-tokens are random, and a branch on them is mispredicted). The home
-    is kept, not only prefetched: the lookup then needs neither the hash nor
-    the table's shape."""
+    is kept, not the hash: the lookup then needs neither the hash nor the
+    table's shape, and a miss, rare, hashes its key again."""
     cdef Py_ssize_t k
     cdef uint64_t word0, word1
     cdef const uint64_t* row
+    cdef ShortKey key
     cdef ShortEntry* slots = cache.slots
     cdef int shift = cache.shift
     cdef Py_ssize_t last_start = ends[count - 2] if count > 1 else start
@@ -231,21 +237,29 @@ cdef inline void short_keys(ShortKey* keys, ShortEntry** homes, const uint8_t* d
             word1 = (word1 & row[1]) | row[2]
             keys[k].word0 = word0
             keys[k].word1 = word1
-            keys[k].hash = hash_words(word0, word1)
-            homes[k] = &slots[home_index(keys[k].hash, shift)]
-            prefetch(homes[k])
+            keys[k].home = &slots[home_index(hash_words(word0, word1), shift)]
+            prefetch(keys[k].home)
             start = ends[k]
         return
     for k in range(count):
         if ends[k] - start <= SHORT_KEY_BYTES:
-            short_key(&keys[k], data + start, ends[k] - start, n - start)
+            short_key(&key, data + start, ends[k] - start, n - start)
         else:
-            keys[k].word0 = 0
-            keys[k].word1 = key_row(ends[k] - start)[2]
-            keys[k].hash = hash_words(keys[k].word0, keys[k].word1)
-        homes[k] = shortcache_home(cache, keys[k].hash)
-        prefetch(homes[k])
+            key.word0 = 0
+            key.word1 = key_row(ends[k] - start)[2]
+            key.hash = hash_words(key.word0, key.word1)
+        keys[k].word0 = key.word0
+        keys[k].word1 = key.word1
+        keys[k].home = shortcache_home(cache, key.hash)
+        prefetch(keys[k].home)
         start = ends[k]
+
+
+cdef inline void batch_key_hashed(ShortKey* key, const BatchKey* batch_key) noexcept nogil:
+    """The ShortKey of a batch's key (its hash made again)."""
+    key.word0 = batch_key.word0
+    key.word1 = batch_key.word1
+    key.hash = hash_words(key.word0, key.word1)
 
 
 cdef inline ShortEntry* shortcache_slot(const ShortCache* c, const ShortKey* key) noexcept nogil:
