@@ -7,7 +7,7 @@
  * walking the text byte by byte. Every path gives the same masks; which one
  * runs is chosen once, at run time, from what the CPU supports (never from the
  * build machine's flags, so a wheel built here runs on any CPU of its
- * architecture): AVX2 or SSE2 on x86-64, NEON on arm64, a portable loop
+ * architecture): AVX-512 (BW and VBMI2), AVX2 or SSE2 on x86-64, NEON on arm64, a portable loop
  * elsewhere. BPE_SIMD or bpe._scanner.select_simd forces one.
  */
 #ifndef BPE_CLASSIFY_H
@@ -45,7 +45,31 @@ static inline int count_bits(uint64_t x) {
 /* The number of zero bits above the highest set bit of a non-zero word. */
 static inline int leading_zeros(uint64_t x) { return __builtin_clzll(x); }
 
-enum { CLASSIFY_SCALAR = 0, CLASSIFY_SSE2 = 1, CLASSIFY_AVX2 = 2, CLASSIFY_NEON = 3 };
+enum { CLASSIFY_SCALAR = 0, CLASSIFY_SSE2 = 1, CLASSIFY_AVX2 = 2, CLASSIFY_NEON = 3, CLASSIFY_AVX512 = 4 };
+
+/* Spreading a window's starts into offsets: write base + k for each set bit k
+ * of bits, lowest first, to out (which has room for 64 more than it is given:
+ * writes go 8 at a time, whether or not there are as many); return how many.
+ * The scanners write a window's pre-token ends so; a path that can compress
+ * a mask in one instruction does it there (see classify_function). */
+typedef intptr_t (*spread_fn)(uint64_t bits, intptr_t base, intptr_t *out);
+
+/* One lane at a time. A loop that stopped at the last bit would mispredict
+ * its exit once per window; the lanes past it are junk: the top bit or'ed in
+ * spares the count of trailing zeros a test for zero, and changes no lowest
+ * set bit. */
+static intptr_t spread_scalar(uint64_t bits, intptr_t base, intptr_t *out) {
+    intptr_t count = count_bits(bits);
+    intptr_t k = 0;
+    do {
+        for (int j = 0; j < 8; j++) {
+            out[k + j] = base + trailing_zeros(bits | (1ULL << 63));
+            bits &= bits - 1;
+        }
+        k += 8;
+    } while (k < count);
+    return count;
+}
 
 static inline void classify_scalar(const uint8_t *p, ClassMasks *out) {
     ClassMasks m = {0};
@@ -124,6 +148,57 @@ static void classify_avx2(const uint8_t *p, ClassMasks *out) {
     out->slash = equal_avx2(a, '/') | (equal_avx2(b, '/') << 32);
     out->high = (uint64_t)(uint32_t)_mm256_movemask_epi8(a) | ((uint64_t)(uint32_t)_mm256_movemask_epi8(b) << 32);
 }
+
+/* AVX-512BW compares all 64 bytes at once into a mask register: no movemask,
+ * no halves to join. */
+__attribute__((target("avx512f,avx512bw")))
+static inline uint64_t in_range_avx512(__m512i v, uint8_t lo, uint8_t width) {
+    return (uint64_t)_mm512_cmplt_epu8_mask(_mm512_sub_epi8(v, _mm512_set1_epi8((char)lo)),
+                                            _mm512_set1_epi8((char)width));
+}
+
+__attribute__((target("avx512f,avx512bw")))
+static inline uint64_t equal_avx512(__m512i v, uint8_t byte) {
+    return (uint64_t)_mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8((char)byte));
+}
+
+__attribute__((target("avx512f,avx512bw")))
+static void classify_avx512(const uint8_t *p, ClassMasks *out) {
+    __m512i v = _mm512_loadu_si512((const void *)p);
+    out->upper = in_range_avx512(v, 'A', 26);
+    out->lower = in_range_avx512(v, 'a', 26);
+    out->digit = in_range_avx512(v, '0', 10);
+    out->blank = equal_avx512(v, ' ');
+    out->newline = equal_avx512(v, '\r') | equal_avx512(v, '\n');
+    out->space = in_range_avx512(v, 0x09, 5) | out->blank;
+    out->quote = equal_avx512(v, '\'');
+    out->slash = equal_avx512(v, '/');
+    out->high = (uint64_t)_mm512_movepi8_mask(v);
+}
+
+/* VBMI2 compresses the set bits' indices (bytes 0 to 63) to the front in one
+ * instruction; each 8 of them are widened to 64 bits and offset by base, and
+ * the next 8 moved down by a permute (VBMI), in registers throughout. */
+__attribute__((target("avx512f,avx512bw,avx512vbmi,avx512vbmi2,popcnt")))
+static intptr_t spread_avx512(uint64_t bits, intptr_t base, intptr_t *out) {
+    static const uint8_t iota[128] = {
+        0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21,
+        22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43,
+        44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63,
+        64, 65, 66, 67, 68, 69, 70, 71};
+    intptr_t count = (intptr_t)_mm_popcnt_u64(bits);
+    __m512i offset = _mm512_set1_epi64((long long)base);
+    __m512i next_eight = _mm512_loadu_si512((const void *)(iota + 8));  /* lane i takes lane i + 8 */
+    __m512i at = _mm512_maskz_compress_epi8(bits, _mm512_loadu_si512((const void *)iota));
+    intptr_t k = 0;
+    do {
+        __m512i eight = _mm512_cvtepu8_epi64(_mm512_castsi512_si128(at));
+        _mm512_storeu_si512((void *)(out + k), _mm512_add_epi64(eight, offset));
+        at = _mm512_permutexvar_epi8(next_eight, at);
+        k += 8;
+    } while (k < count);
+    return count;
+}
 #endif
 
 #if defined(__aarch64__)
@@ -169,6 +244,11 @@ static inline int classify_supported(int path) {
     case CLASSIFY_AVX2:
         __builtin_cpu_init();
         return __builtin_cpu_supports("avx2");
+    case CLASSIFY_AVX512:
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")
+               && __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512vbmi2")
+               && __builtin_cpu_supports("popcnt");
 #endif
 #ifdef CLASSIFY_ARM
     case CLASSIFY_NEON:
@@ -186,6 +266,8 @@ static inline classify_fn classify_function(int path) {
         return classify_sse2;
     case CLASSIFY_AVX2:
         return classify_avx2;
+    case CLASSIFY_AVX512:
+        return classify_avx512;
 #endif
 #ifdef CLASSIFY_ARM
     case CLASSIFY_NEON:
@@ -196,8 +278,20 @@ static inline classify_fn classify_function(int path) {
     }
 }
 
+/* How a path spreads a window's starts. */
+static inline spread_fn spread_function(int path) {
+#ifdef CLASSIFY_X86
+    if (path == CLASSIFY_AVX512)
+        return spread_avx512;
+#endif
+    (void)path;
+    return spread_scalar;
+}
+
 /* The fastest path this CPU supports. */
 static inline int classify_best(void) {
+    if (classify_supported(CLASSIFY_AVX512))
+        return CLASSIFY_AVX512;
     if (classify_supported(CLASSIFY_AVX2))
         return CLASSIFY_AVX2;
     if (classify_supported(CLASSIFY_SSE2))

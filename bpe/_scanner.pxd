@@ -1,4 +1,4 @@
-from libc.stdint cimport uint8_t, uint64_t
+from libc.stdint cimport intptr_t, uint8_t, uint64_t
 
 from bpe._bytestable cimport BytesTable
 from bpe._shortcache cimport ShortCache
@@ -16,6 +16,7 @@ cdef extern from "_classify.h":
         uint64_t slash
         uint64_t high
     ctypedef void (*classify_fn)(const uint8_t* p, ClassMasks* out) noexcept nogil
+    ctypedef intptr_t (*spread_fn)(uint64_t bits, intptr_t base, intptr_t* out) noexcept nogil
     int trailing_zeros(uint64_t x) noexcept nogil
 
 
@@ -39,6 +40,7 @@ cdef struct Scanner:
     Py_ssize_t n
     int pattern
     classify_fn classify
+    spread_fn spread
     Py_ssize_t window
     uint64_t starts
     uint64_t risky_starts

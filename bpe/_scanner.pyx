@@ -32,7 +32,7 @@ character (which then starts the next pre-token), and fails on a run of one;
 reaches the end. In o200k, ``P?U*W+`` backtracks: U* gives characters back until
 W+ can start, and the optional P is dropped if nothing matches with it.
 """
-from libc.stdint cimport INT64_MAX, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport INT64_MAX, int64_t, intptr_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memset
 
 from bpe._bytestable cimport (OVERFLOW, BytesTable, bytestable_add, bytestable_free, bytestable_init,
@@ -53,12 +53,12 @@ import numpy as np
 
 
 cdef extern from "_classify.h":
-    int CLASSIFY_SCALAR, CLASSIFY_SSE2, CLASSIFY_AVX2, CLASSIFY_NEON
+    int CLASSIFY_SCALAR, CLASSIFY_SSE2, CLASSIFY_AVX2, CLASSIFY_AVX512, CLASSIFY_NEON
     int classify_supported(int path) noexcept nogil
     classify_fn classify_function(int path) noexcept nogil
+    spread_fn spread_function(int path) noexcept nogil
     int classify_best() noexcept nogil
     int leading_zeros(uint64_t x) noexcept nogil
-    int count_bits(uint64_t x) noexcept nogil
 
 cdef enum:
     FRONT_CACHE_SLOTS = 1 << 17     # an interner's front cache: 4 MiB, 2^16 entries
@@ -85,8 +85,9 @@ _tables_lock = threading.Lock()
 # scanner alone. Chosen when the tables are built: BPE_SIMD names a path, else
 # the fastest the CPU runs; ``select_simd`` changes it.
 cdef classify_fn CLASSIFY = NULL
+cdef spread_fn SPREAD = NULL
 SIMD_PATHS = {"none": -1, "scalar": CLASSIFY_SCALAR, "sse2": CLASSIFY_SSE2, "avx2": CLASSIFY_AVX2,
-              "neon": CLASSIFY_NEON}
+              "avx512": CLASSIFY_AVX512, "neon": CLASSIFY_NEON}
 _simd_path = None
 
 
@@ -100,7 +101,7 @@ def select_simd(name):
     """Make scans use the block classifier ``name`` (one of ``simd_paths()``);
     returns the path used before. For tests and benchmarks: scans already
     running keep theirs."""
-    global CLASSIFY, _simd_path
+    global CLASSIFY, SPREAD, _simd_path
     ensure_tables()
     if name not in simd_paths():
         raise ValueError(f"SIMD path {name!r} is not one of {simd_paths()} on this CPU")
@@ -108,6 +109,7 @@ def select_simd(name):
     if name != "none" and not ascii_classes_agree(CLASS):
         raise ValueError("the Unicode tables disagree with the ASCII block classes; only 'none' can run")
     CLASSIFY = NULL if name == "none" else classify_function(SIMD_PATHS[name])
+    SPREAD = spread_function(SIMD_PATHS[name])
     _simd_path = name
     return previous
 
@@ -175,7 +177,7 @@ cdef int ensure_tables(bint ascii_text=False) except -1:
 
 
 cdef void _choose_simd(const uint8_t* classes):
-    global CLASSIFY, _simd_path
+    global CLASSIFY, SPREAD, _simd_path
     name = os.environ.get("BPE_SIMD", "")
     path = SIMD_PATHS.get(name, classify_best())
     if name and (name not in SIMD_PATHS or (path >= 0 and not classify_supported(path))):
@@ -183,6 +185,7 @@ cdef void _choose_simd(const uint8_t* classes):
     if path >= 0 and not ascii_classes_agree(classes):
         path = -1
     CLASSIFY = NULL if path < 0 else classify_function(path)
+    SPREAD = spread_function(path)
     _simd_path = next(key for key, value in SIMD_PATHS.items() if value == path)
 
 
@@ -457,6 +460,7 @@ cdef void scanner_init(Scanner* sc, int pattern, const uint8_t* s, Py_ssize_t n)
     sc.n = n
     sc.pattern = pattern
     sc.classify = CLASSIFY
+    sc.spread = SPREAD
     sc.window = -64             # no window of starts
     sc.starts = 0
     sc.risky_starts = 0
@@ -664,25 +668,6 @@ cdef Py_ssize_t scanner_next_slow(Scanner* sc, Py_ssize_t i) noexcept nogil:
     return next_pretoken(sc.pattern, sc.s, i, sc.n)
 
 
-cdef inline Py_ssize_t spread_bits(uint64_t bits, Py_ssize_t base, Py_ssize_t* out) noexcept nogil:
-    """Write ``base + k`` for each set bit k of ``bits``, lowest first, to ``out``;
-    return how many. Eight are written at a time whether or not there are as
-    many (``out`` has room for 64 more than it is given): a loop that stops at
-    the last bit would mispredict its exit once per window. Those past the
-    last bit are junk: the top bit or'ed in spares ``trailing_zeros`` a test
-    for zero, and changes no lowest set bit."""
-    cdef Py_ssize_t count = count_bits(bits)
-    cdef Py_ssize_t k = 0
-    cdef int j
-    while True:
-        for j in range(8):
-            out[k + j] = base + trailing_zeros(bits | (<uint64_t>1 << 63))
-            bits &= bits - 1
-        k += 8
-        if k >= count:
-            return count
-
-
 cdef Py_ssize_t scanner_fill(Scanner* sc, Py_ssize_t i, Py_ssize_t* ends, Py_ssize_t room) noexcept nogil:
     """(See _scanner.pxd.) A window's starts after ``i`` are written all at once
     up to the first that a contraction may concern: the pre-tokens between them
@@ -702,7 +687,7 @@ cdef Py_ssize_t scanner_fill(Scanner* sc, Py_ssize_t i, Py_ssize_t* ends, Py_ssi
             if not (sc.risky_ends & first):
                 taken |= first
         if taken:
-            count += spread_bits(taken, sc.window, ends + count)
+            count += sc.spread(taken, sc.window, <intptr_t*>(ends + count))
             i = sc.window + 63 - leading_zeros(taken)       # the last end, not read back
             continue
         i = scanner_next_slow(sc, i)
