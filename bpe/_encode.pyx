@@ -36,7 +36,7 @@ from bpe._scanner cimport FILL_SLACK, Scanner, check_pattern, scanner_fill, scan
 from bpe._shortcache cimport (INLINE_IDS, SHORT_KEY_BYTES, BatchKey, ShortCache, ShortEntry, ShortKey,
                               batch_key_hashed, copy_ids, count_ids, hash_words, pair_holding, short_key,
                               short_keys, shortcache_free, shortcache_holds, shortcache_home, shortcache_init,
-                              shortcache_insert, shortcache_slot)
+                              shortcache_insert, shortcache_slot, shortcache_spilled, SPILLED)
 from bpe._specials cimport Needles, needles_free, needles_point_at, needles_restart, next_special
 from bpe._types cimport offset_t, out_id_t, pack_pair, pair_left, pair_right, pair_t, token_t
 from bpe._utf8 cimport utf8_bound, write_utf8
@@ -53,6 +53,11 @@ cdef enum:
     NO_RANK = 0x7FFFFFFF                # a pair that does not merge
     CACHE_MAX_PIECE_BYTES = 256      # longer pre-tokens are rare; not worth caching
     CACHE_MAX_ENTRIES = 1 << 18      # then the cache starts afresh: memory stays bounded
+
+cdef enum:                           # what _encode_piece's caller knows of the piece
+    PIECE_ANY = 0                    # nothing: it may be a token, or in the general cache
+    PIECE_NEW_SHORT = 1              # short, no token, not seen since the short cache cleared
+    PIECE_SPILLED = 2                # short, no token, ids in the general cache (unless it cleared)
     SHORT_CACHE_SLOTS = 1 << 18      # 8 MiB, touched as used; half as many entries, then afresh
     WHOLE_SEGMENT = -1               # "pattern" id: no pre-tokenization
     SCAN_BATCH = 64                  # pre-tokens scanned before they are looked up
@@ -511,13 +516,12 @@ cdef class EncodeKernel:
         return 0
 
     cdef int _encode_piece(self, Scratch* s, const uint8_t* piece, int64_t n,
-                           bint short_cached) noexcept nogil:
+                           int source) noexcept nogil:
         """Append the ids of one pre-token to ``s.out``: a token's id, the general
-        cache's ids, or merged ones, which it then caches. ``short_cached`` says
-        the caller (``_encode_short``) has found the piece is no token and caches
-        up to INLINE_IDS ids itself. -1 when out of memory."""
+        cache's ids, or merged ones, which it then caches. ``source`` says what
+        the caller knows (see PIECE_ANY and the others). -1 when out of memory."""
         cdef int64_t entry, value, offset, count, before
-        cdef uint64_t h
+        cdef uint64_t h = 0
         if n == 0:
             return 0
         if ids_reserve(&s.out, 1) < 0:
@@ -526,15 +530,16 @@ cdef class EncodeKernel:
             s.out.data[s.out.size] = <out_id_t>self.byte_ids[piece[0]]
             s.out.size += 1
             return 0
-        # One hash for both tables: the token table, then this session's cache.
-        h = hash_bytes(piece, n)
-        if not short_cached:
+        if source != PIECE_NEW_SHORT:
+            # One hash for both tables: the token table, then this session's cache.
+            h = hash_bytes(piece, n)
+        if source == PIECE_ANY:
             entry = slot_entry(self.tokens.slots[bytestable_slot(&self.tokens, piece, n, h)])
             if entry >= 0:
                 s.out.data[s.out.size] = <out_id_t>self.tokens.values[entry]
                 s.out.size += 1
                 return 0
-        if n <= CACHE_MAX_PIECE_BYTES:
+        if n <= CACHE_MAX_PIECE_BYTES and source != PIECE_NEW_SHORT:
             entry = slot_entry(s.cache.slots[bytestable_slot(&s.cache, piece, n, h)])
             if entry >= 0:
                 value = s.cache.values[entry]
@@ -549,7 +554,9 @@ cdef class EncodeKernel:
         if self._merge(s, piece, n, self.n_ranks, &s.out) < 0:
             return -1
         count = s.out.size - before
-        if n <= CACHE_MAX_PIECE_BYTES and not (short_cached and count <= INLINE_IDS):
+        if n <= CACHE_MAX_PIECE_BYTES and not (source == PIECE_NEW_SHORT and count <= INLINE_IDS):
+            if source == PIECE_NEW_SHORT:
+                h = hash_bytes(piece, n)
             if s.cache.n_entries >= CACHE_MAX_ENTRIES:
                 bytestable_clear(&s.cache)
                 s.cached.size = 0
@@ -563,16 +570,19 @@ cdef class EncodeKernel:
 
     cdef inline int _encode_short(self, Scratch* s, const uint8_t* piece, int64_t n,
                                   const ShortKey* key) noexcept nogil:
-        """Append the ids of a pre-token of 2 to SHORT_KEY_BYTES bytes (``key``
-        its words and hash), from the short cache when it is there; else found
-        as ``_encode_piece`` finds them and cached here (if at most INLINE_IDS).
-        ``s.out`` has room for ``n`` more ids. Returns 0 for a hit, 1 for a
-        miss (the short tokens asked), -1 when out of memory."""
+        """Append the ids of a pre-token of 1 to SHORT_KEY_BYTES bytes (``key`` its
+        words and hash), from the short cache when it is there (or from the
+        general cache, where its marker says); else found as ``_encode_piece``
+        finds them and cached here: the ids if at most INLINE_IDS, else a marker.
+        ``s.out`` has room for ``n`` more ids. Returns 0 for a hit, 1 for a miss
+        (the short tokens asked), -1 when out of memory."""
         cdef ShortEntry* entry
         cdef ShortEntry* token
         cdef int64_t before, count
         entry = shortcache_slot(&s.short, key)
         if shortcache_holds(entry):
+            if shortcache_spilled(entry):
+                return -1 if self._encode_piece(s, piece, n, PIECE_SPILLED) < 0 else 0
             # As _encode_batch copies a hit (its four lanes at once) where
             # there is room past them; else only its ids.
             count = count_ids(entry.ids)
@@ -585,11 +595,13 @@ cdef class EncodeKernel:
         if shortcache_holds(token):
             s.out.data[s.out.size] = token.ids[0]
             s.out.size += 1
-        elif self._encode_piece(s, piece, n, True) < 0:
+        elif self._encode_piece(s, piece, n, PIECE_NEW_SHORT) < 0:
             return -1
         count = s.out.size - before
         if count <= INLINE_IDS:
             shortcache_insert(&s.short, entry, key, s.out.data + before, count)
+        else:
+            shortcache_insert(&s.short, entry, key, NULL, 0).key1 |= SPILLED
         return 1
 
     cdef int _encode_segment(self, Scratch* s, const uint8_t* data, int64_t n,
@@ -610,7 +622,7 @@ cdef class EncodeKernel:
         cdef Py_ssize_t* ends = ends_from_start + 1       # ends[-1]: where the batch starts
         cdef BatchKey keys[SCAN_BATCH + FILL_SLACK]
         if pattern == WHOLE_SEGMENT:
-            return self._encode_piece(s, data, n, False)
+            return self._encode_piece(s, data, n, PIECE_ANY)
         scanner_init(&scanner, pattern, data, n)
         # Every id covers at least one byte: room for n ids serves the segment.
         if ids_reserve(&s.out, n) < 0:
@@ -681,7 +693,7 @@ cdef class EncodeKernel:
         if n <= SHORT_KEY_BYTES:
             batch_key_hashed(&key, batch_key)
             return self._encode_short(s, piece, n, &key)
-        return -1 if self._encode_piece(s, piece, n, False) < 0 else 0
+        return -1 if self._encode_piece(s, piece, n, PIECE_ANY) < 0 else 0
 
     cdef int _encode_texts(self, Scratch* s, Py_ssize_t n_texts, const uint8_t** texts,
                            const int64_t* lengths, int pattern, Needles* needles,
@@ -870,7 +882,7 @@ cdef class EncodeKernel:
         cdef bytes piece
         try:
             for piece in pieces:
-                if self._encode_piece(scratch, <const uint8_t*>piece, len(piece), False) < 0:
+                if self._encode_piece(scratch, <const uint8_t*>piece, len(piece), PIECE_ANY) < 0:
                     raise MemoryError()
             return ids_to_array(&scratch.out)
         finally:

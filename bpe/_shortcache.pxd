@@ -14,6 +14,14 @@
 # the same entry, and are copied out with one 16-byte store. Longer
 # pre-tokens, and short ones of more than four ids, use the general path.
 #
+# A short pre-token of more than four ids keeps its ids in the session's general
+# cache, and a marker here: its key with SPILLED set in the stored second word
+# (no probe key has that bit, so the hit loop passes it by), which
+# ``shortcache_slot`` finds as it finds the key. So a miss here is a pre-token
+# not seen since the cache was last cleared, and is merged without asking the
+# general cache first (hashing it byte by byte for a probe that nearly always
+# missed).
+#
 # An entry keeps no count: the lanes past its ids hold NO_ID, which no token
 # has, and a compare of the four lanes at once counts them. (A count field
 # took a lane, and the fourth id was worth more: gpt2 splits a newline and
@@ -44,6 +52,7 @@ cdef extern from *:
     #include <stdint.h>
     #include <string.h>
     #define SHORTCACHE_NO_ID 0xFFFFFFFFu   /* above every token id (MAX_TOKEN_ID) */
+    #define SHORTCACHE_SPILLED (1ULL << 63)  /* in a stored key1: the ids are in the general cache */
     /* How many of an entry's four lanes are ids, not NO_ID. */
     static inline size_t shortcache_count_ids(const uint32_t *ids) {
         return (size_t)((ids[0] != SHORTCACHE_NO_ID) + (ids[1] != SHORTCACHE_NO_ID)
@@ -84,6 +93,7 @@ cdef extern from *:
     size_t copy_ids "shortcache_copy_ids" (uint32_t* out, const uint32_t* ids) noexcept nogil
     size_t count_ids "shortcache_count_ids" (const uint32_t* ids) noexcept nogil
     const uint32_t NO_ID "SHORTCACHE_NO_ID"
+    const uint64_t SPILLED "SHORTCACHE_SPILLED"
 
 
 cdef enum:
@@ -263,21 +273,28 @@ cdef inline void batch_key_hashed(ShortKey* key, const BatchKey* batch_key) noex
 
 
 cdef inline ShortEntry* shortcache_slot(const ShortCache* c, const ShortKey* key) noexcept nogil:
-    """The entry holding the key, or the empty one where it would go: probed
-    from its home pair on."""
+    """The entry holding the key (or its SPILLED marker), or the empty one where
+    it would go: probed from its home pair on. ``key`` is of 1 to
+    SHORT_KEY_BYTES bytes."""
     cdef uint64_t i = home_index(key.hash, c.shift)
     cdef ShortEntry* e
     while True:
         e = &c.slots[i]
-        if (e.key0 == key.word0 and e.key1 == key.word1) or e.key1 == 0:
+        if (e.key0 == key.word0 and (e.key1 & ~SPILLED) == key.word1) or e.key1 == 0:
             return e
         i = (i + 1) & <uint64_t>c.mask
 
 
-cdef inline void shortcache_insert(ShortCache* c, ShortEntry* slot, const ShortKey* key,
-                                   const uint32_t* ids, int64_t n_ids) noexcept nogil:
-    """Store ``ids`` (1 to INLINE_IDS) for the key whose empty slot ``shortcache_slot``
-    returned. A table at its budget is cleared first, so the load factor stays
+cdef inline bint shortcache_spilled(const ShortEntry* e) noexcept nogil:
+    """Whether a slot holding its key is a marker: the ids are in the general cache."""
+    return (e.key1 & SPILLED) != 0
+
+
+cdef inline ShortEntry* shortcache_insert(ShortCache* c, ShortEntry* slot, const ShortKey* key,
+                                          const uint32_t* ids, int64_t n_ids) noexcept nogil:
+    """Store ``ids`` (1 to INLINE_IDS; none for a marker, then set SPILLED) for
+    the key whose empty slot ``shortcache_slot`` returned; returns the slot
+    written. A table at its budget is cleared first, so the load factor stays
     at most 1/2 and an empty slot always remains."""
     cdef int64_t k
     if c.n_entries >= c.max_entries:
@@ -290,3 +307,4 @@ cdef inline void shortcache_insert(ShortCache* c, ShortEntry* slot, const ShortK
     for k in range(n_ids, INLINE_IDS):
         slot.ids[k] = NO_ID
     c.n_entries += 1
+    return slot

@@ -461,6 +461,34 @@ def test_short_pre_tokens_of_one_to_six_ids_from_the_cache(pair):
     assert tok.encode_ordinary(text) == reference.encode_ordinary(text)
 
 
+def test_short_pre_tokens_of_five_ids_outlive_either_cache_starting_afresh():
+    # A short pre-token of more than four ids leaves a marker in the short cache
+    # and its ids in the general one. Each cache starts afresh at its budget on
+    # its own (2^18 general entries, 2^17 short ones): the marker may outlive
+    # the ids, and the ids the marker. Either way the ids must stay right.
+    tok, reference = bpe.load("gpt2"), get_encoding("gpt2")
+    rng = np.random.default_rng(13)
+    many = []
+    while len(many) < 50:
+        word = " " + "".join(rng.choice(list("qxzjkvwyQXZ"), size=int(rng.integers(8, 15))))
+        if len(reference.encode_ordinary(word)) > 4:
+            many.append(word)
+    text = "".join(many)
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+    long_words = {"".join(rng.choice(letters, size=16)) for _ in range((1 << 18) + 5000)}
+    short_words = {"".join(rng.choice(letters, size=int(rng.integers(6, 10)))) for _ in range(150_000)}
+    assert len(long_words) > 1 << 18 and len(short_words) > 1 << 17
+    tok.clear_cache()
+    assert tok.encode_ordinary(text) == reference.encode_ordinary(text)        # markers made
+    flood = " " + " ".join(sorted(long_words))                                 # the general cache restarts
+    assert tok.encode_ordinary(flood) == reference.encode_ordinary(flood)
+    assert tok.encode_ordinary(text) == reference.encode_ordinary(text)
+    flood = " " + " ".join(sorted(short_words))                                # the short cache restarts
+    assert tok.encode_ordinary(flood) == reference.encode_ordinary(flood)
+    assert tok.encode_ordinary(text) == reference.encode_ordinary(text)
+    assert tok.encode_ordinary(text) == reference.encode_ordinary(text)
+
+
 def test_the_short_cache_starts_afresh_at_its_budget(pair):
     # More distinct short pre-tokens than the short cache holds (2^17): it is
     # cleared when full and keeps giving the right ids, then and after.
