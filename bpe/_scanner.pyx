@@ -606,6 +606,28 @@ cdef inline uint64_t o200k_starts(const ClassMasks* m, uint64_t valid, Py_ssize_
             | whitespace_starts(m, valid, absorbed, 0, known, at_end, decided))
 
 
+cdef inline uint64_t gpt2_contractions(const uint8_t* s, uint64_t quotes, uint64_t starts) noexcept nogil:
+    """``starts`` with gpt2's contractions ("'s", "'t", "'m", "'d", "'ll", "'ve",
+    "'re") made pre-tokens of their own, at each of ``quotes`` (starts holding
+    "'", each with three known bytes after it): the next start moves to the
+    contraction's end, whatever class the letters after it are."""
+    cdef int k, length
+    cdef uint8_t first, second
+    while quotes:
+        k = trailing_zeros(quotes)
+        quotes &= quotes - 1
+        first = s[k + 1]
+        second = s[k + 2]
+        if first == 115 or first == 116 or first == 109 or first == 100:        # s t m d
+            length = 2
+        elif (first == 108 and second == 108) or ((first == 118 or first == 114) and second == 101):
+            length = 3                                                        # ll ve re
+        else:
+            continue
+        starts = (starts & ~(<uint64_t>6 << k)) | (<uint64_t>1 << (k + length))
+    return starts
+
+
 cdef void load_window(Scanner* sc, Py_ssize_t p) noexcept nogil:
     """Find the pre-token starts after ``p`` (itself a start) that the 64 bytes
     from ``p`` decide; where the text ends among them, its end counts as one."""
@@ -642,15 +664,21 @@ cdef void load_window(Scanner* sc, Py_ssize_t p) noexcept nogil:
     if at_end:
         starts |= <uint64_t>1 << left
     sc.window = p
-    sc.starts = starts & ~(<uint64_t>1)
+    sc.risky_ends = 0
     if sc.pattern == PATTERN_O200K:
         # A contraction may extend a pre-token that ends at "'" after a letter.
         sc.risky_starts = 0
         sc.risky_ends = m.quote & ((m.upper | m.lower) << 1)
+    elif sc.pattern == PATTERN_GPT2 and m.quote:
+        # gpt2's contractions are lower-case and stand alone: one read here
+        # of the two bytes after each "'" that starts a pre-token. Those too
+        # near the unknown bytes are left to the byte-by-byte scanner.
+        sc.risky_starts = m.quote & ~(((<uint64_t>1 << (known - 4)) - 1) if known > 4 else 0)
+        starts = gpt2_contractions(sc.s + p, m.quote & (starts | 1) & ~sc.risky_starts, starts)
     else:
-        # A contraction may start at "'" (gpt2, cl100k: tried first at every start).
+        # A contraction may start at "'" (cl100k: tried first at every start).
         sc.risky_starts = m.quote
-        sc.risky_ends = 0
+    sc.starts = starts & ~(<uint64_t>1)
 
 
 cdef Py_ssize_t scanner_next_slow(Scanner* sc, Py_ssize_t i) noexcept nogil:

@@ -103,6 +103,16 @@ def test_dense_mixtures_of_classes(text):
     assert_same(text)
 
 
+def test_contractions_at_every_offset_of_a_window():
+    # gpt2's windows split contractions themselves, except within 4 bytes of
+    # what the window does not know (its end, a non-ASCII byte): each
+    # contraction, and near misses, at every offset, before letters or not.
+    for offset in range(0, 70):
+        for contraction in ("'s", "'t", "'m", "'d", "'ll", "'ve", "'re", "'l", "'v", "'r", "'x", "'S"):
+            for after in ("", "a", "ab c", "'s", " é", "é"):
+                assert_same("x" * offset + contraction + after + " tail of the text")
+
+
 @settings(max_examples=400, deadline=None)
 @given(st.text(alphabet=st.sampled_from("aZ09 '\n\t\r\x0b\x1c.!/sdmtlvreSL"), min_size=60, max_size=400))
 def test_dense_mixtures_of_ascii(text):
