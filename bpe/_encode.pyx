@@ -60,7 +60,7 @@ cdef enum:                           # what _encode_piece's caller knows of the 
     PIECE_SPILLED = 2                # short, no token, ids in the general cache (unless it cleared)
     SHORT_CACHE_SLOTS = 1 << 18      # 8 MiB, touched as used; half as many entries, then afresh
     WHOLE_SEGMENT = -1               # "pattern" id: no pre-tokenization
-    SCAN_BATCH = 64                  # pre-tokens scanned before they are looked up
+    SCAN_BATCH = 128                 # pre-tokens scanned before they are looked up
     MISSES_TO_PREFETCH_TOKENS = 4    # a batch with this many short-cache misses: the next prefetches the short tokens too
     OUT_SLACK = INLINE_IDS           # ids a short-cache hit writes: its four lanes, copied at once
     PAIR_BATCH = 16                  # pairs of a token prefetched before they are entered
