@@ -7,8 +7,8 @@
  * walking the text byte by byte. Every path gives the same masks; which one
  * runs is chosen once, at run time, from what the CPU supports (never from the
  * build machine's flags, so a wheel built here runs on any CPU of its
- * architecture): AVX-512 (BW and VBMI2), AVX2 or SSE2 on x86-64, NEON on arm64, a portable loop
- * elsewhere. BPE_SIMD or bpe._scanner.select_simd forces one.
+ * architecture): AVX-512 (F, BW, VBMI, VBMI2), AVX2 or SSE2 on x86-64, NEON
+ * on arm64, a portable loop elsewhere. BPE_SIMD or bpe._scanner.select_simd forces one.
  */
 #ifndef BPE_CLASSIFY_H
 #define BPE_CLASSIFY_H

@@ -53,17 +53,17 @@ cdef enum:
     NO_RANK = 0x7FFFFFFF                # a pair that does not merge
     CACHE_MAX_PIECE_BYTES = 256      # longer pre-tokens are rare; not worth caching
     CACHE_MAX_ENTRIES = 1 << 18      # then the cache starts afresh: memory stays bounded
-
-cdef enum:                           # what _encode_piece's caller knows of the piece
-    PIECE_ANY = 0                    # nothing: it may be a token, or in the general cache
-    PIECE_NEW_SHORT = 1              # short, no token, not seen since the short cache cleared
-    PIECE_SPILLED = 2                # short, no token, ids in the general cache (unless it cleared)
     SHORT_CACHE_SLOTS = 1 << 18      # 8 MiB, touched as used; half as many entries, then afresh
     WHOLE_SEGMENT = -1               # "pattern" id: no pre-tokenization
     SCAN_BATCH = 128                 # pre-tokens scanned before they are looked up
     MISSES_TO_PREFETCH_TOKENS = 4    # a batch with this many short-cache misses: the next prefetches the short tokens too
     OUT_SLACK = INLINE_IDS           # ids a short-cache hit writes: its four lanes, copied at once
     PAIR_BATCH = 16                  # pairs of a token prefetched before they are entered
+
+cdef enum:                           # what _encode_piece's caller knows of the piece
+    PIECE_ANY = 0                    # nothing: it may be a token, or in the general cache
+    PIECE_NEW_SHORT = 1              # short, no token, not seen since the short cache cleared
+    PIECE_SPILLED = 2                # short, no token, ids in the general cache (unless it cleared)
 
 
 cdef extern from *:

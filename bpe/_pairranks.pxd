@@ -59,7 +59,6 @@ cdef inline int pairranks_init(PairRanks* t, int64_t expected, int64_t id_limit,
     """Room for about ``expected`` pairs of ids below ``id_limit``, ranks below
     ``n_ranks``; the byte grid empty. -1 when out of memory (then free it)."""
     cdef int64_t n = 16
-    cdef int64_t i
     t.slots = NULL
     t.pairs.keys = NULL
     t.pairs.values = NULL
@@ -102,19 +101,11 @@ cdef inline int64_t _slot(const PairRanks* t, uint64_t key) noexcept nogil:
 
 cdef inline int32_t pair_rank(const PairRanks* t, token_t left, token_t right) noexcept nogil:
     """The rank of the pair, or -1 when it does not merge."""
-    cdef uint64_t key, slot
-    cdef int64_t i
+    cdef uint64_t slot
     if t.wide:
         return pairmap_get(&t.pairs, pack_pair(left, right))
-    key = _packed_key(left, right)
-    i = _home(t, key)
-    while True:
-        slot = t.slots[i]
-        if (slot >> FIELD_BITS) == key:
-            return <int32_t>(slot & ((<uint64_t>1 << FIELD_BITS) - 1))
-        if slot == EMPTY_SLOT:
-            return -1
-        i = (i + 1) & t.mask
+    slot = t.slots[_slot(t, _packed_key(left, right))]
+    return -1 if slot == EMPTY_SLOT else <int32_t>(slot & ((<uint64_t>1 << FIELD_BITS) - 1))
 
 
 cdef inline int32_t byte_pair_rank(const PairRanks* t, uint8_t first, uint8_t second) noexcept nogil:

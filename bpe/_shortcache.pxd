@@ -80,7 +80,7 @@ cdef extern from *:
     #define SHORTCACHE_ROW(n) {(n) >= 8 ? ~0ULL : (1ULL << (8 * (n))) - 1, \
                                (n) <= 8 ? 0ULL : (1ULL << (8 * ((n) - 8))) - 1, \
                                (unsigned long long)(n) << 56}
-    static const unsigned long long SHORTCACHE_KEY_ROWS[17][3] = {
+    static const uint64_t SHORTCACHE_KEY_ROWS[17][3] = {
         SHORTCACHE_ROW(0), SHORTCACHE_ROW(1), SHORTCACHE_ROW(2), SHORTCACHE_ROW(3),
         SHORTCACHE_ROW(4), SHORTCACHE_ROW(5), SHORTCACHE_ROW(6), SHORTCACHE_ROW(7),
         SHORTCACHE_ROW(8), SHORTCACHE_ROW(9), SHORTCACHE_ROW(10), SHORTCACHE_ROW(11),
