@@ -301,6 +301,27 @@ def test_the_kernel_reads_any_str_as_utf8_with_surrogates_replaced(texts):
         assert bytes(tok.encode_to_numpy(text, dtype=np.uint8)) == utf8(text)
 
 
+# ASCII runs of any length between other characters, in each storage: the
+# transcoder copies ASCII 16 code units at a time, so runs must end at every
+# place in a block and next to every kind of character.
+ascii_runs = st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x7F), max_size=40)
+mixed_runs = st.lists(st.tuples(ascii_runs, st.sampled_from(["", "\x80", "\xff", "\u0100", "\u20ac",
+                                                             "\ud800", "\udc00", "\ud83d\ude00",
+                                                             "\U0001f600", "\U0010ffff"])),
+                      max_size=8).map(lambda runs: "".join(run + other for run, other in runs))
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=mixed_runs)
+def test_long_ascii_runs_in_every_storage_are_read_as_utf8(text):
+    from bpe.encoder import utf8
+
+    tok = byte_tokenizer()
+    for widened in (text, text + "\xe9", text + "\u0100", text + "\U0001f600"):
+        # the last character sets the storage the whole str is kept in
+        assert bytes(tok.encode_to_numpy(widened, dtype=np.uint8)) == utf8(widened)
+
+
 def test_str_subclasses_and_non_str_inputs():
     # A str subclass keeps its characters apart from the object (not "compact"):
     # the kernel must read them there too.
