@@ -56,6 +56,7 @@ cdef extern from "_classify.h":
     int CLASSIFY_SCALAR, CLASSIFY_SSE2, CLASSIFY_AVX2, CLASSIFY_AVX512, CLASSIFY_NEON
     int classify_supported(int path) noexcept nogil
     classify_fn classify_function(int path) noexcept nogil
+    classify_fn classify_gpt2_function(int path) noexcept nogil
     spread_fn spread_function(int path) noexcept nogil
     int classify_best() noexcept nogil
     int leading_zeros(uint64_t x) noexcept nogil
@@ -85,6 +86,7 @@ _tables_lock = threading.Lock()
 # scanner alone. Chosen when the tables are built: BPE_SIMD names a path, else
 # the fastest the CPU runs; ``select_simd`` changes it.
 cdef classify_fn CLASSIFY = NULL
+cdef classify_fn CLASSIFY_GPT2 = NULL    # the same path's, for gpt2 (it reads fewer classes)
 cdef spread_fn SPREAD = NULL
 SIMD_PATHS = {"none": -1, "scalar": CLASSIFY_SCALAR, "sse2": CLASSIFY_SSE2, "avx2": CLASSIFY_AVX2,
               "avx512": CLASSIFY_AVX512, "neon": CLASSIFY_NEON}
@@ -101,7 +103,7 @@ def select_simd(name):
     """Make scans use the block classifier ``name`` (one of ``simd_paths()``);
     returns the path used before. For tests and benchmarks: scans already
     running keep theirs."""
-    global CLASSIFY, SPREAD, _simd_path
+    global CLASSIFY, CLASSIFY_GPT2, SPREAD, _simd_path
     ensure_tables()
     if name not in simd_paths():
         raise ValueError(f"SIMD path {name!r} is not one of {simd_paths()} on this CPU")
@@ -109,6 +111,7 @@ def select_simd(name):
     if name != "none" and not ascii_classes_agree(CLASS):
         raise ValueError("the Unicode tables disagree with the ASCII block classes; only 'none' can run")
     CLASSIFY = NULL if name == "none" else classify_function(SIMD_PATHS[name])
+    CLASSIFY_GPT2 = NULL if name == "none" else classify_gpt2_function(SIMD_PATHS[name])
     SPREAD = spread_function(SIMD_PATHS[name])
     _simd_path = name
     return previous
@@ -177,7 +180,7 @@ cdef int ensure_tables(bint ascii_text=False) except -1:
 
 
 cdef void _choose_simd(const uint8_t* classes):
-    global CLASSIFY, SPREAD, _simd_path
+    global CLASSIFY, CLASSIFY_GPT2, SPREAD, _simd_path
     name = os.environ.get("BPE_SIMD", "")
     path = SIMD_PATHS.get(name, classify_best())
     if name and (name not in SIMD_PATHS or (path >= 0 and not classify_supported(path))):
@@ -185,6 +188,7 @@ cdef void _choose_simd(const uint8_t* classes):
     if path >= 0 and not ascii_classes_agree(classes):
         path = -1
     CLASSIFY = NULL if path < 0 else classify_function(path)
+    CLASSIFY_GPT2 = NULL if path < 0 else classify_gpt2_function(path)
     SPREAD = spread_function(path)
     _simd_path = next(key for key, value in SIMD_PATHS.items() if value == path)
 
@@ -459,7 +463,7 @@ cdef void scanner_init(Scanner* sc, int pattern, const uint8_t* s, Py_ssize_t n)
     sc.s = s
     sc.n = n
     sc.pattern = pattern
-    sc.classify = CLASSIFY
+    sc.classify = CLASSIFY_GPT2 if pattern == PATTERN_GPT2 else CLASSIFY
     sc.spread = SPREAD
     sc.window = -64             # no window of starts
     sc.starts = 0
