@@ -42,6 +42,18 @@ def read_sample(corpus: str, mb: float) -> tuple[str, list[str], float]:
     return text, text.split("<|endoftext|>"), len(text.encode("utf-8")) / 1e6
 
 
+def fresh_copies(documents: list[str]) -> list[str]:
+    """New str objects equal to ``documents``, for a cold round.
+
+    A library that reads a str through ``PyUnicode_AsUTF8AndSize`` (PyO3's
+    ``&str``: gigatoken, tiktoken) leaves the str's UTF-8 cached in the object,
+    so the same objects encode faster the second time whatever the library's
+    own caches hold. Cold rounds therefore start from objects no engine has
+    seen; warm rounds reuse them, as a caller encoding the same text twice would."""
+    return [document.encode("utf-8", "surrogatepass").decode("utf-8", "surrogatepass")
+            for document in documents]
+
+
 def remove_token_array(path: str) -> None:
     """Delete what encode_file wrote at ``path``: the array and its two sidecars."""
     for written in (path, path + ".json", path + ".docs.npy"):
