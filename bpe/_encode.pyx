@@ -36,7 +36,8 @@ from bpe._scanner cimport FILL_SLACK, Scanner, check_pattern, scanner_fill, scan
 from bpe._shortcache cimport (INLINE_IDS, SHORT_KEY_BYTES, BatchKey, ShortCache, ShortEntry, ShortKey,
                               batch_key_hashed, copy_ids, count_ids, hash_words, pair_holding, short_key,
                               short_keys, shortcache_free, shortcache_holds, shortcache_home, shortcache_init,
-                              shortcache_insert, shortcache_slot, shortcache_spilled, SPILLED)
+                              shortcache_insert, shortcache_insert_run, shortcache_run, shortcache_slot,
+                              shortcache_spilled, run_start, write_run, SPILLED)
 from bpe._specials cimport Needles, needles_free, needles_point_at, needles_restart, next_special
 from bpe._types cimport offset_t, out_id_t, pack_pair, pair_left, pair_right, pair_t, token_t
 from bpe._utf8 cimport utf8_bound, write_utf8
@@ -573,14 +574,18 @@ cdef class EncodeKernel:
         """Append the ids of a pre-token of 1 to SHORT_KEY_BYTES bytes (``key`` its
         words and hash), from the short cache when it is there (or from the
         general cache, where its marker says); else found as ``_encode_piece``
-        finds them and cached here: the ids if at most INLINE_IDS, else a marker.
+        finds them and cached here: the ids if at most INLINE_IDS, or as a run
+        (see ``bpe/_shortcache.pxd``), else a marker.
         ``s.out`` has room for ``n`` more ids. Returns 0 for a hit, 1 for a miss
         (the short tokens asked), -1 when out of memory."""
         cdef ShortEntry* entry
         cdef ShortEntry* token
-        cdef int64_t before, count
+        cdef int64_t before, count, start
         entry = shortcache_slot(&s.short, key)
         if shortcache_holds(entry):
+            if shortcache_run(entry):
+                s.out.size += write_run(s.out.data + s.out.size, entry)
+                return 0
             if shortcache_spilled(entry):
                 return -1 if self._encode_piece(s, piece, n, PIECE_SPILLED) < 0 else 0
             # As _encode_batch copies a hit (its four lanes at once) where
@@ -598,8 +603,11 @@ cdef class EncodeKernel:
         elif self._encode_piece(s, piece, n, PIECE_NEW_SHORT) < 0:
             return -1
         count = s.out.size - before
+        start = run_start(s.out.data + before, count) if count > INLINE_IDS else -1
         if count <= INLINE_IDS:
             shortcache_insert(&s.short, entry, key, s.out.data + before, count)
+        elif start >= 0:
+            shortcache_insert_run(&s.short, entry, key, s.out.data + before, count, start)
         else:
             shortcache_insert(&s.short, entry, key, NULL, 0).key1 |= SPILLED
         return 1

@@ -482,6 +482,26 @@ def test_short_pre_tokens_of_one_to_six_ids_from_the_cache(pair):
     assert tok.encode_ordinary(text) == reference.encode_ordinary(text)
 
 
+def test_short_pre_tokens_whose_ids_end_in_a_run_from_the_cache(pair):
+    # gpt2 has no token for two spaces: an indent is a newline and one id per
+    # space, kept in the short cache as a run (up to two ids, then one id
+    # repeated). Every prefix and run length around the entry's four lanes and
+    # the 15-byte key limit, with pieces of more ids that are no run between
+    # them; a miss then a hit in one call, then all hits in the next.
+    tok, reference = pair
+    pieces = [head + char * k for head in ("", "\n", "\n\n", "\r\n", "x\n") for char in (" ", "\t")
+              for k in range(1, 15) if len(head) + k <= 15]
+    pieces += [" qxzjkvwyQ", " zqxjkvwzq"]                 # more than four ids, and no run
+    text = "".join(piece + "a" for piece in pieces)
+    if reference.name == "gpt2":                          # the runs are there to be kept
+        assert reference.encode_ordinary("\n" + " " * 8) == [198] + [220] * 8
+    tok.clear_cache()
+    assert tok.encode_ordinary(text + text) == reference.encode_ordinary(text + text)
+    assert tok.encode_ordinary(text) == reference.encode_ordinary(text)
+    assert tok.encode_batch([text, text[::-1], text], num_threads=1) == \
+        [reference.encode_ordinary(t) for t in (text, text[::-1], text)]
+
+
 def test_short_pre_tokens_of_five_ids_outlive_either_cache_starting_afresh():
     # A short pre-token of more than four ids leaves a marker in the short cache
     # and its ids in the general one. Each cache starts afresh at its budget on
