@@ -165,7 +165,9 @@ def test_interrupted_run_leaves_no_output(tmp_path, delay):
     time.sleep(delay)
     os.killpg(process.pid, signal.SIGINT)
     _, stderr = process.communicate(timeout=60)
-    assert process.returncode != 0
+    # Once in CI (debug build, delay 0) the run exited 0; 40 tries since did not.
+    # What it printed says where a KeyboardInterrupt could have been lost.
+    assert process.returncode != 0, stderr
     assert "interrupted" in stderr and "Traceback" not in stderr
     assert os.listdir(out.parent) == []
 
