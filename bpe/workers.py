@@ -10,11 +10,13 @@ pre-token), and only that runs in processes (``map_in_processes``).
 from __future__ import annotations
 
 import collections
-import multiprocessing
 import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Iterable, Iterator, Optional, TypeVar
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Optional, TypeVar
+
+if TYPE_CHECKING:
+    import multiprocessing.context
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
@@ -74,7 +76,11 @@ def process_context() -> Optional[multiprocessing.context.BaseContext]:
     """The start method for worker processes: fork on Linux, where a child starts
     with the parent's modules and needs no ``__main__`` guard in the user's
     script (whatever the default start method, which Python 3.14 makes
-    forkserver); None elsewhere, where callers use threads instead."""
+    forkserver); None elsewhere, where callers use threads instead.
+    ``multiprocessing`` is imported here, on use: the kernels' thread workers
+    never need it."""
+    import multiprocessing
+
     if sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("fork")
     return None
