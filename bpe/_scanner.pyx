@@ -147,11 +147,12 @@ cdef int ensure_tables(bint ascii_text=False) except -1:
     process: for every code point, or with ``ascii_text`` (the text to scan is
     ASCII) for the ASCII ones at least.
 
-    Deriving them for every code point takes 0.04 s, most of a fresh process's
-    first encode, when a scan of ASCII text reads 128 entries. So until text that
-    is not ASCII comes, the tables cover ASCII only (derived the same way in well
-    under a millisecond); then the full ones replace them. Their ASCII entries
-    are the same, so a scan of ASCII text running meanwhile sees no change."""
+    Deriving them for every code point takes a few hundredths of a second,
+    most of a fresh process's first encode, when a scan of ASCII text reads
+    128 entries. So until text that is not ASCII comes, the tables cover ASCII
+    only (derived the same way in well under a millisecond); then the full
+    ones replace them. Their ASCII entries are the same, so a scan of ASCII
+    text running meanwhile sees no change."""
     global CLASS, FOLD, _every_code_point
     cdef const uint8_t[::1] class_view
     cdef const uint8_t[::1] fold_view

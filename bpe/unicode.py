@@ -1,6 +1,6 @@
 """The Unicode tables of the native pre-tokenizers, derived from the running ``regex`` module.
 
-Deriving them (about 0.04 s, once per process, on the scanner's first use:
+Deriving them (a few hundredths of a second, once per process, on the scanner's first use:
 ``bpe/_scanner.pyx`` calls ``tables``) rather than shipping them means the
 native scanners classify every code point exactly as the installed ``regex``
 does, whatever Unicode version it carries.
@@ -22,15 +22,20 @@ CLASS_BITS = {
     8: r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]",
     16: r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]",
 }
-#: The same classes as unions of the properties that ``tables`` matches one at a
-#: time: a run of one property is matched at a few ns per code point, a code
-#: point of a set like ``[\p{Lu}\p{M}]`` at ~20 ns.
-CLASS_PROPERTIES = {
-    1: (r"\p{L}",),
-    2: (r"\p{N}",),
-    4: (r"\s",),
-    8: (r"\p{Lu}", r"\p{Lt}", r"\p{Lm}", r"\p{Lo}", r"\p{M}"),
-    16: (r"\p{Ll}", r"\p{Lm}", r"\p{Lo}", r"\p{M}"),
+#: The same classes built from disjoint general categories (and ``\s``): the bits
+#: each one sets. ``tables`` matches one property at a time, a run of it at a
+#: few ns per code point (a code point of a set like ``[\p{Lu}\p{M}]`` costs
+#: ~20 ns), and ``\p{L}`` is the union of the five letter categories, so eight
+#: passes over the code points give every class.
+PROPERTY_BITS = {
+    r"\p{Lu}": 1 | 8,
+    r"\p{Lt}": 1 | 8,
+    r"\p{Lm}": 1 | 8 | 16,
+    r"\p{Lo}": 1 | 8 | 16,
+    r"\p{Ll}": 1 | 16,
+    r"\p{M}": 8 | 16,
+    r"\p{N}": 2,
+    r"\s": 4,
 }
 #: The letters of the contractions; ``(?i)`` matching folds other code points onto them.
 CONTRACTION_LETTERS = "sdmtlver"
@@ -46,9 +51,10 @@ def tables() -> tuple[np.ndarray, np.ndarray]:
     """``(classes, fold)``: class bits and case-folded contraction letter, per code point.
 
     Built when a process first scans text that is not ASCII, so built fast
-    (0.04 s): one pass of ``regex`` over all code points per property, and one
-    for all the contraction letters at once over the letters and marks (the few
-    code points found are then told apart)."""
+    (0.04-0.07 s on a 2.45 GHz core): ``regex`` finds the unassigned and
+    private-use code points in two passes, then each general category in one
+    pass over the rest, and all the contraction letters in one over the
+    letters and marks (the few code points found are then told apart)."""
     return _derive(N_CODE_POINTS)
 
 
@@ -63,20 +69,24 @@ def ascii_tables() -> tuple[np.ndarray, np.ndarray]:
 def _derive(stop: int) -> tuple[np.ndarray, np.ndarray]:
     """``tables`` for the code points below ``stop``, zero above them."""
     text = all_code_points(stop)
-    members = {}
-    for properties in CLASS_PROPERTIES.values():
-        for prop in properties:
-            if prop not in members:
-                members[prop] = np.zeros(stop, dtype=bool)
-                for match in regex.finditer(prop + "+", text):
-                    members[prop][match.start():match.end()] = True
+    # Most code points are unassigned or for private use, which are in no class
+    # (the classes are general categories, and white space is assigned): two
+    # passes drop them, and the eight below read the rest, a sixth as many.
+    assigned = np.ones(stop, dtype=bool)
+    for prop in (r"\p{Cn}", r"\p{Co}"):
+        for match in regex.finditer(prop + "+", text):
+            assigned[match.start():match.end()] = False
+    points = np.flatnonzero(assigned).astype(np.uint32)
+    text = points.tobytes().decode("utf-32-le", "surrogatepass")
     classes = np.zeros(N_CODE_POINTS, dtype=np.uint8)
-    for bit, properties in CLASS_PROPERTIES.items():
-        classes[:stop][np.logical_or.reduce([members[prop] for prop in properties])] |= bit
+    for prop, bits in PROPERTY_BITS.items():
+        for match in regex.finditer(prop + "+", text):
+            classes[points[match.start():match.end()]] |= bits
     # Case-insensitive matching is slow per code point (~13 ns), so the letters
-    # are looked for among letters and marks only: what folds onto a letter is a
-    # letter or a mark (U+017F, long s, for "s"). The test checks every code point.
-    cased = np.flatnonzero(members[r"\p{L}"] | members[r"\p{M}"]).astype(np.uint32)
+    # are looked for among letters and marks only (the code points with bit 8
+    # or 16): what folds onto a letter is a letter or a mark (U+017F, long s,
+    # for "s"). The test checks every code point.
+    cased = np.flatnonzero(classes[:stop] & (8 | 16)).astype(np.uint32)
     fold = np.zeros(N_CODE_POINTS, dtype=np.uint8)
     candidates = cased.tobytes().decode("utf-32-le", "surrogatepass")
     for match in regex.finditer(f"(?i)[{CONTRACTION_LETTERS}]", candidates):
