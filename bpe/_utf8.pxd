@@ -193,16 +193,24 @@ cdef inline uint8_t* write_utf8(int kind, const void* data, Py_ssize_t n, uint8_
 cdef inline Py_ssize_t first_invalid_utf8(const uint8_t* s, Py_ssize_t n) noexcept nogil:
     """The offset of the first byte that makes ``s[:n]`` invalid UTF-8 as Python's
     strict decoder judges it (no overlong forms, surrogates or code points past
-    U+10FFFF), or -1 if it is valid."""
+    U+10FFFF), or -1 if it is valid. Runs of ASCII, most of nearly any
+    corpus, are read eight bytes at a time (a byte at a time, checking a
+    chunk for ``encode_file`` cost a tenth of its encoding)."""
     cdef Py_ssize_t i = 0
     cdef Py_ssize_t k
     cdef uint8_t b
     cdef int need
     cdef uint8_t low, high
+    cdef uint64_t word
     while i < n:
         b = s[i]
         if b < 0x80:
             i += 1
+            while i + 8 <= n:
+                memcpy(&word, s + i, 8)
+                if word & 0x8080808080808080ULL:
+                    break
+                i += 8
             continue
         # The allowed range of the second byte depends on the first (RFC 3629).
         low = 0x80

@@ -125,3 +125,23 @@ def test_utf8_validation_agrees_with_python():
         except UnicodeDecodeError as e:
             expected = e.start
         assert first_invalid_utf8(data) == expected, data
+
+
+def test_utf8_validation_after_ascii_runs_of_every_length():
+    # Runs of ASCII are read a word at a time: a character or a fault right
+    # after a run of any length, at any offset in a word, and at the very end.
+    from bpe._scanner import first_invalid_utf8
+
+    pieces = ["é".encode(), "日".encode(), "👍".encode(), b"\xff", b"\xc0\xaf", b"\xed\xa0\x80",
+              b"\xe2\x82", b"\x80", b"\xf4\x90\x80\x80"]
+    for before in range(0, 26):
+        for piece in pieces:
+            for after in (0, 1, 7, 8, 9, 23):
+                data = b"a" * before + piece + b"z" * after
+                try:
+                    data.decode("utf-8")
+                    expected = -1
+                except UnicodeDecodeError as e:
+                    expected = e.start
+                assert first_invalid_utf8(data) == expected, data
+                assert first_invalid_utf8(np.frombuffer(data, np.uint8)[:before]) == -1
