@@ -3,9 +3,13 @@ from typing import Optional, Sequence
 import numpy as np
 import numpy.typing as npt
 
+def short_cache_sizes(first: Optional[int] = None, largest: Optional[int] = None) -> tuple[int, int]: ...
+
 class Session:
     @property
     def cached_pieces(self) -> int: ...
+    @property
+    def short_cache_slots(self) -> int: ...
 
 class EncodeKernel:
     def __init__(self, byte_ids: npt.NDArray[np.int32], token_data: npt.NDArray[np.uint8],

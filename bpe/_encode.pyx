@@ -36,8 +36,8 @@ from bpe._scanner cimport FILL_SLACK, Scanner, check_pattern, scanner_fill, scan
 from bpe._shortcache cimport (INLINE_IDS, SHORT_KEY_BYTES, BatchKey, ShortCache, ShortEntry, ShortKey,
                               batch_key_hashed, copy_ids, count_ids, hash_words, pair_holding, short_key,
                               short_keys, shortcache_free, shortcache_holds, shortcache_home, shortcache_init,
-                              shortcache_insert, shortcache_insert_run, shortcache_run, shortcache_slot,
-                              shortcache_spilled, run_start, write_run, SPILLED)
+                              shortcache_insert, shortcache_insert_run, shortcache_make_room, shortcache_run,
+                              shortcache_slot, shortcache_spilled, run_start, write_run, SPILLED)
 from bpe._specials cimport Needles, needles_free, needles_point_at, needles_restart, next_special
 from bpe._types cimport offset_t, out_id_t, pack_pair, pair_left, pair_right, pair_t, token_t
 from bpe._utf8 cimport utf8_bound, write_utf8
@@ -54,7 +54,8 @@ cdef enum:
     NO_RANK = 0x7FFFFFFF                # a pair that does not merge
     CACHE_MAX_PIECE_BYTES = 256      # longer pre-tokens are rare; not worth caching
     CACHE_MAX_ENTRIES = 1 << 18      # then the cache starts afresh: memory stays bounded
-    SHORT_CACHE_SLOTS = 1 << 18      # 8 MiB, touched as used; half as many entries, then afresh
+    SHORT_CACHE_SLOTS = 1 << 18      # 8 MiB to start with; half as many entries, then it grows ...
+    SHORT_CACHE_MAX_SLOTS = 1 << 20  # ... to 32 MiB; then half as many entries, then afresh
     WHOLE_SEGMENT = -1               # "pattern" id: no pre-tokenization
     SCAN_BATCH = 128                 # pre-tokens scanned before they are looked up
     MISSES_TO_PREFETCH_TOKENS = 4    # a batch with this many short-cache misses: the next prefetches the short tokens too
@@ -115,6 +116,28 @@ cdef struct Scratch:
     int64_t heap_capacity
 
 
+# The short cache's first and largest sizes for sessions made from now on:
+# SHORT_CACHE_SLOTS and SHORT_CACHE_MAX_SLOTS, unless a test has made them
+# small (``short_cache_sizes``) to see a cache grow and start afresh soon.
+cdef int64_t _short_cache_slots = SHORT_CACHE_SLOTS
+cdef int64_t _short_cache_max_slots = SHORT_CACHE_MAX_SLOTS
+
+
+def short_cache_sizes(first=None, largest=None):
+    """``(first, largest)``: the slots a session's short cache starts with and
+    may grow to, for sessions made from now on; given both, they are set
+    (powers of two, 2 <= first <= largest) and the sizes before returned."""
+    global _short_cache_slots, _short_cache_max_slots
+    before = (_short_cache_slots, _short_cache_max_slots)
+    if first is not None or largest is not None:
+        if not (isinstance(first, int) and isinstance(largest, int) and 2 <= first <= largest
+                and first & (first - 1) == 0 and largest & (largest - 1) == 0):
+            raise ValueError(f"sizes must be powers of two with 2 <= first <= largest, "
+                             f"not {first!r} and {largest!r}")
+        _short_cache_slots, _short_cache_max_slots = first, largest
+    return before
+
+
 cdef int scratch_init(Scratch* s) noexcept nogil:
     s.out.data = NULL
     s.out.size = s.out.capacity = 0
@@ -128,7 +151,7 @@ cdef int scratch_init(Scratch* s) noexcept nogil:
     s.part_next = s.part_prev = NULL
     s.heap = NULL
     s.token_capacity = s.next_capacity = s.prev_capacity = s.heap_capacity = 0
-    if shortcache_init(&s.short, SHORT_CACHE_SLOTS) < 0:
+    if shortcache_init(&s.short, _short_cache_slots, _short_cache_max_slots) < 0:
         return -1
     # The general cache holds only what the short one cannot (longer pre-tokens,
     # more ids), yet is sized for a busy call from the start: growing from small
@@ -160,8 +183,8 @@ cdef int scratch_reserve(Scratch* s, int64_t n) noexcept nogil:
 
 
 cdef class Session:
-    """Scratch buffers and a pre-token cache (up to ``CACHE_MAX_ENTRIES``
-    pre-tokens, then started afresh) for one encoding call at a time.
+    """Scratch buffers and pre-token caches (each bounded: then started afresh)
+    for one encoding call at a time.
 
     ``bpe.encoder.Encoder`` pools sessions and lends one to each call, so the
     cache stays warm from call to call; a session is never used by two calls
@@ -180,6 +203,11 @@ cdef class Session:
     @property
     def cached_pieces(self):
         return self.scratch.short.n_entries + self.scratch.cache.n_entries
+
+    @property
+    def short_cache_slots(self):
+        """The slots of the short cache now (it grows: see ``bpe/_shortcache.pxd``)."""
+        return self.scratch.short.mask + 1
 
 
 cdef void release_output(Scratch* s) noexcept nogil:
@@ -311,7 +339,7 @@ cdef class EncodeKernel:
         short_slots = 1024
         while short_slots < 2 * n_short:
             short_slots *= 2
-        if shortcache_init(&self.short_tokens, short_slots) < 0:
+        if shortcache_init(&self.short_tokens, short_slots, short_slots) < 0:
             raise MemoryError()
         for t in range(n_tokens):
             length = token_offsets[t + 1] - token_offsets[t]
@@ -638,6 +666,9 @@ cdef class EncodeKernel:
         while i < n:
             ends_from_start[0] = i           # ends[-1]
             batch = scanner_fill(&scanner, i, ends, SCAN_BATCH)
+            # Grown here if the batch's misses could fill it, not as they come:
+            # growing moves every entry, and the keys hold their home slots.
+            shortcache_make_room(&s.short, batch)
             short_keys(keys, data, n, i, ends, batch, &s.short)
             if missed >= MISSES_TO_PREFETCH_TOKENS:
                 # Cold: a miss asks the short tokens next, a random line of

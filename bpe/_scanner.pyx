@@ -839,7 +839,7 @@ cdef class Interner:
         cdef uint32_t entry
         scanner_init(&scanner, pattern, s, stop)
         if self.front.block == NULL:
-            if shortcache_init(&self.front, FRONT_CACHE_SLOTS) < 0:
+            if shortcache_init(&self.front, FRONT_CACHE_SLOTS, FRONT_CACHE_SLOTS) < 0:
                 shortcache_free(&self.front)
                 raise MemoryError()
         front = &self.front

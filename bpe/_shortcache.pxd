@@ -37,10 +37,15 @@
 # operand up into them, so one multiply per word mixes enough, where the low
 # bits would need more rounds (three multiplies and shifts did, before).
 #
-# Linear probing at a load factor of at most 1/2, in a table of fixed size: at
-# its budget of entries an insert starts it afresh, so the memory of a session
-# stays bounded however much text it sees. (Growing by
-# doubling instead cost a cold pass over 10 MB of prose 15 % of its time.)
+# Linear probing at a load factor of at most 1/2. A table starts at a size
+# that serves a busy call without growing (growing from small, doubling, cost
+# a cold pass over 10 MB of prose 15 % of its time). Its owner may double it
+# up to a largest size (``shortcache_make_room``, between batches of
+# lookups); at its budget of entries an insert starts it afresh, so the
+# memory of a session stays bounded however much text it sees. (A corpus has
+# more distinct pre-tokens than a first table holds: prose_en's 129 MB has
+# 369 000. Started afresh every 131 000, a session merged each common one
+# again and again, a sixth of ``encode_file``'s time.)
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memset
 
@@ -133,7 +138,8 @@ cdef struct ShortCache:
     int64_t mask             # number of slots - 1 (a power of two)
     int shift                # 64 - log2(number of slots): a hash's high bits pick its slot
     int64_t n_entries
-    int64_t max_entries      # the budget: at this many entries an insert clears the table
+    int64_t max_entries      # the budget: at this many entries an insert grows or clears the table
+    int64_t max_slots        # the most slots it grows to
 
 
 cdef inline uint64_t hash_words(uint64_t word0, uint64_t word1) noexcept nogil:
@@ -167,9 +173,10 @@ cdef inline void short_key(ShortKey* key, const uint8_t* piece, int64_t n,
     key.hash = hash_words(key.word0, key.word1)
 
 
-cdef inline int shortcache_init(ShortCache* c, int64_t n_slots) noexcept nogil:
+cdef inline int shortcache_init(ShortCache* c, int64_t n_slots, int64_t max_slots) noexcept nogil:
     """An empty cache of ``n_slots`` (a power of two, at least 2), for up to half
-    as many entries. -1 when out of memory (then ``shortcache_free`` it).
+    as many entries, that may grow to ``max_slots`` (a power of two, at least
+    ``n_slots``). -1 when out of memory (then ``shortcache_free`` it).
 
     The slots are zeroed here, in order, rather than left to calloc's lazy
     pages: probes touch pages at random, and faulting them in one by one made
@@ -184,6 +191,7 @@ cdef inline int shortcache_init(ShortCache* c, int64_t n_slots) noexcept nogil:
         c.shift -= 1
     c.n_entries = 0
     c.max_entries = n_slots // 2
+    c.max_slots = max_slots
     return -1 if c.block == NULL else 0
 
 
@@ -333,12 +341,47 @@ cdef inline bint shortcache_spilled(const ShortEntry* e) noexcept nogil:
     return (e.key1 & SPILLED) != 0
 
 
+cdef inline void shortcache_make_room(ShortCache* c, int64_t inserts) noexcept nogil:
+    """Double the table if ``inserts`` more entries would reach its budget and it
+    is below its largest size: called between batches, so that no slot found
+    before is kept (growing moves every entry). Out of memory, it stays as it
+    is, and at its budget an insert clears it."""
+    if c.n_entries + inserts >= c.max_entries and c.mask + 1 < c.max_slots:
+        shortcache_grow(c)
+
+
+cdef inline int shortcache_grow(ShortCache* c) noexcept nogil:
+    """Double the table, every entry moved to its slot there. -1 when out of
+    memory (the table is then as it was)."""
+    cdef ShortCache bigger
+    cdef ShortEntry* old
+    cdef ShortEntry* slot
+    cdef ShortKey key
+    cdef int64_t i
+    if shortcache_init(&bigger, 2 * (c.mask + 1), c.max_slots) < 0:
+        shortcache_free(&bigger)
+        return -1
+    for i in range(c.mask + 1):
+        old = &c.slots[i]
+        if old.key1 != 0:
+            key.word0 = old.key0
+            key.word1 = old.key1 & ~(SPILLED | RUN)
+            key.hash = hash_words(key.word0, key.word1)
+            slot = shortcache_slot(&bigger, &key)
+            slot[0] = old[0]
+    bigger.n_entries = c.n_entries
+    shortcache_free(c)
+    c[0] = bigger
+    return 0
+
+
 cdef inline ShortEntry* shortcache_insert(ShortCache* c, ShortEntry* slot, const ShortKey* key,
                                           const uint32_t* ids, int64_t n_ids) noexcept nogil:
     """Store ``ids`` (1 to INLINE_IDS; none for a marker, then set SPILLED) for
     the key whose empty slot ``shortcache_slot`` returned; returns the slot
     written. A table at its budget is cleared first, so the load factor stays
-    at most 1/2 and an empty slot always remains."""
+    at most 1/2 and an empty slot always remains. (Growing is the caller's:
+    ``shortcache_make_room``, where no slot found before is kept.)"""
     cdef int64_t k
     if c.n_entries >= c.max_entries:
         shortcache_clear(c)

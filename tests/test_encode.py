@@ -1,4 +1,5 @@
 """Encoding: exactly tiktoken's ids, exactly bpe.pure's, and the API around them."""
+import contextlib
 import pickle
 
 import hypothesis.strategies as st
@@ -8,6 +9,7 @@ from hypothesis import given, settings
 
 import bpe
 from bpe import pure
+from bpe._encode import short_cache_sizes
 from bpe.formats import flatten
 
 from conftest import SHAKESPEARE, random_corpus
@@ -502,12 +504,29 @@ def test_short_pre_tokens_whose_ids_end_in_a_run_from_the_cache(pair):
         [reference.encode_ordinary(t) for t in (text, text[::-1], text)]
 
 
+@contextlib.contextmanager
+def small_short_caches(first: int, largest: int):
+    """Sessions made meanwhile get short caches of these sizes (slots)."""
+    before = short_cache_sizes(first, largest)
+    try:
+        yield
+    finally:
+        short_cache_sizes(*before)
+
+
 def test_short_pre_tokens_of_five_ids_outlive_either_cache_starting_afresh():
     # A short pre-token of more than four ids leaves a marker in the short cache
     # and its ids in the general one. Each cache starts afresh at its budget on
-    # its own (2^18 general entries, 2^17 short ones): the marker may outlive
-    # the ids, and the ids the marker. Either way the ids must stay right.
+    # its own (2^18 general entries; here 2^11 short ones, the short cache made
+    # small): the marker may outlive the ids, and the ids the marker. Either
+    # way the ids must stay right.
     tok, reference = bpe.load("gpt2"), get_encoding("gpt2")
+    with small_short_caches(1 << 10, 1 << 12):
+        check_five_id_pieces_across_restarts(tok, reference)
+    tok.clear_cache()
+
+
+def check_five_id_pieces_across_restarts(tok, reference):
     rng = np.random.default_rng(13)
     many = []
     while len(many) < 50:
@@ -517,8 +536,8 @@ def test_short_pre_tokens_of_five_ids_outlive_either_cache_starting_afresh():
     text = "".join(many)
     letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
     long_words = {"".join(rng.choice(letters, size=16)) for _ in range((1 << 18) + 5000)}
-    short_words = {"".join(rng.choice(letters, size=int(rng.integers(6, 10)))) for _ in range(150_000)}
-    assert len(long_words) > 1 << 18 and len(short_words) > 1 << 17
+    short_words = {"".join(rng.choice(letters, size=int(rng.integers(6, 10)))) for _ in range(20_000)}
+    assert len(long_words) > 1 << 18 and len(short_words) > 1 << 11
     tok.clear_cache()
     assert tok.encode_ordinary(text) == reference.encode_ordinary(text)        # markers made
     flood = " " + " ".join(sorted(long_words))                                 # the general cache restarts
@@ -530,9 +549,9 @@ def test_short_pre_tokens_of_five_ids_outlive_either_cache_starting_afresh():
     assert tok.encode_ordinary(text) == reference.encode_ordinary(text)
 
 
-def test_the_short_cache_starts_afresh_at_its_budget(pair):
-    # More distinct short pre-tokens than the short cache holds (2^17): it is
-    # cleared when full and keeps giving the right ids, then and after.
+def test_the_short_cache_grows_past_its_first_budget(pair):
+    # More distinct short pre-tokens than the short cache's first table holds
+    # (2^17): it doubles, and keeps giving the right ids, then and after.
     tok, reference = pair
     rng = np.random.default_rng(5)
     letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
@@ -542,7 +561,32 @@ def test_the_short_cache_starts_afresh_at_its_budget(pair):
     expected = reference.encode_ordinary(text)
     tok.clear_cache()
     assert tok.encode_ordinary(text) == expected
+    assert tok.encoder._idle_sessions[0].short_cache_slots == 1 << 19
     assert tok.encode_ordinary(text[: len(text) // 3]) == reference.encode_ordinary(text[: len(text) // 3])
+
+
+def test_the_short_cache_grows_then_starts_afresh(pair):
+    # Made small, the short cache doubles again and again within one text
+    # (between batches of pre-tokens, one batch's misses filling it further),
+    # then starts afresh at its largest size, again and again, in that call
+    # and the next ones. The ids stay right throughout.
+    tok, reference = pair
+    rng = np.random.default_rng(8)
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+    words = ["".join(rng.choice(letters, size=int(rng.integers(2, 9)))) for _ in range(4000)]
+    assert len(set(words)) > 1024 // 2                     # more than the largest table holds
+    text = " " + " ".join(words)
+    expected = reference.encode_ordinary(text)
+    with small_short_caches(16, 1024):
+        tok.clear_cache()
+        assert tok.encode_ordinary(text) == expected
+        assert tok.encoder._idle_sessions[0].short_cache_slots == 1024
+        assert tok.encode_ordinary(text) == expected
+        assert tok.encode_batch([text[:3001], text, text[3001:]], num_threads=1) == \
+            [reference.encode_ordinary(t) for t in (text[:3001], text, text[3001:])]
+    tok.clear_cache()
+    with pytest.raises(ValueError, match="powers of two"):
+        short_cache_sizes(16, 1000)
 
 
 def test_the_kernel_finds_ranked_tokens_by_sparse_ids_too():

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import bpe
-from bpe import _memory, _scanner, _train
+from bpe import _encode, _memory, _scanner, _train
 from bpe.encoder import Encoder
 
 from conftest import random_corpus
@@ -84,9 +84,23 @@ def test_counting_fails_cleanly_at_every_allocation():
         assert result is MemoryError or result == expected, n
 
 
-@pytest.mark.parametrize("name", ["gpt2", "o200k_base"])
-def test_encoding_fails_cleanly_and_sessions_stay_whole(name):
+@pytest.mark.parametrize("name, short_cache", [("gpt2", None), ("o200k_base", None), ("gpt2", (16, 256))])
+def test_encoding_fails_cleanly_and_sessions_stay_whole(name, short_cache):
+    # With a small short cache (slots to start with, at most), it grows and
+    # starts afresh within the text: growing, which may fail, is among the
+    # allocations (a failed one leaves the cache as it was, to start afresh).
     tok = bpe.load(name)
+    before = _encode.short_cache_sizes(*short_cache) if short_cache else None
+    try:
+        check_encoding_fails_cleanly(tok)
+        assert short_cache is None or tok.encoder._idle_sessions[0].short_cache_slots == short_cache[1]
+    finally:
+        if before:
+            _encode.short_cache_sizes(*before)
+        tok.clear_cache()
+
+
+def check_encoding_fails_cleanly(tok):
     text = random_corpus(7, n_words=2000, special="<|endoftext|>") + " " + "x" * 3000
     texts = [text[i:i + 700] for i in range(0, len(text), 700)]
     expected, expected_batch = tok.encode(text), tok.encode_batch(texts, num_threads=1)
