@@ -631,10 +631,11 @@ cdef class EncodeKernel:
         elif self._encode_piece(s, piece, n, PIECE_NEW_SHORT) < 0:
             return -1
         count = s.out.size - before
-        start = run_start(s.out.data + before, count) if count > INLINE_IDS else -1
         if count <= INLINE_IDS:
             shortcache_insert(&s.short, entry, key, s.out.data + before, count)
-        elif start >= 0:
+            return 1
+        start = run_start(s.out.data + before, count)
+        if start >= 0:
             shortcache_insert_run(&s.short, entry, key, s.out.data + before, count, start)
         else:
             shortcache_insert(&s.short, entry, key, NULL, 0).key1 |= SPILLED
