@@ -107,6 +107,15 @@ def test_kernel_rejects_inconsistent_arrays():
         MergeState(np.zeros(3, np.uint8), np.array([0, 3]), np.array([-1]), 1)
 
 
+def python_first_invalid_utf8(data: bytes) -> int:
+    """Where Python's strict decoder finds ``data`` invalid, or -1."""
+    try:
+        data.decode("utf-8")
+        return -1
+    except UnicodeDecodeError as e:
+        return e.start
+
+
 def test_utf8_validation_agrees_with_python():
     import random
 
@@ -119,12 +128,7 @@ def test_utf8_validation_agrees_with_python():
         samples.append(bytes(rng.choice([0x41, 0x80, 0xBF, 0xC2, 0xDF, 0xE0, 0xED, 0xEF, 0xF0, 0xF4,
                                           0xF5, 0xA0, 0x9F, 0x90, 0x8F]) for _ in range(rng.randint(1, 8))))
     for data in samples:
-        try:
-            data.decode("utf-8")
-            expected = -1
-        except UnicodeDecodeError as e:
-            expected = e.start
-        assert first_invalid_utf8(data) == expected, data
+        assert first_invalid_utf8(data) == python_first_invalid_utf8(data), data
 
 
 def test_utf8_validation_after_ascii_runs_of_every_length():
@@ -138,10 +142,5 @@ def test_utf8_validation_after_ascii_runs_of_every_length():
         for piece in pieces:
             for after in (0, 1, 7, 8, 9, 23):
                 data = b"a" * before + piece + b"z" * after
-                try:
-                    data.decode("utf-8")
-                    expected = -1
-                except UnicodeDecodeError as e:
-                    expected = e.start
-                assert first_invalid_utf8(data) == expected, data
+                assert first_invalid_utf8(data) == python_first_invalid_utf8(data), data
                 assert first_invalid_utf8(np.frombuffer(data, np.uint8)[:before]) == -1
