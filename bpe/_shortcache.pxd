@@ -138,8 +138,8 @@ cdef struct ShortCache:
     int64_t mask             # number of slots - 1 (a power of two)
     int shift                # 64 - log2(number of slots): a hash's high bits pick its slot
     int64_t n_entries
-    int64_t max_entries      # the budget: at this many entries an insert grows or clears the table
-    int64_t max_slots        # the most slots it grows to
+    int64_t max_entries      # the budget: at this many entries an insert clears the table
+    int64_t max_slots        # the most slots shortcache_make_room grows it to
 
 
 cdef inline uint64_t hash_words(uint64_t word0, uint64_t word1) noexcept nogil:
