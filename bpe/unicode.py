@@ -43,7 +43,12 @@ CONTRACTION_LETTERS = "sdmtlver"
 
 def all_code_points(stop: int = N_CODE_POINTS) -> str:
     """Every code point below ``stop`` once, in order, lone surrogates included."""
-    return np.arange(stop, dtype=np.uint32).tobytes().decode("utf-32-le", "surrogatepass")
+    return text_of(np.arange(stop, dtype=np.uint32))
+
+
+def text_of(points: np.ndarray) -> str:
+    """The str of these code points (uint32), lone surrogates included."""
+    return points.tobytes().decode("utf-32-le", "surrogatepass")
 
 
 @functools.lru_cache(maxsize=None)
@@ -77,7 +82,7 @@ def _derive(stop: int) -> tuple[np.ndarray, np.ndarray]:
         for match in regex.finditer(prop + "+", text):
             assigned[match.start():match.end()] = False
     points = np.flatnonzero(assigned).astype(np.uint32)
-    text = points.tobytes().decode("utf-32-le", "surrogatepass")
+    text = text_of(points)
     classes = np.zeros(N_CODE_POINTS, dtype=np.uint8)
     for prop, bits in PROPERTY_BITS.items():
         for match in regex.finditer(prop + "+", text):
@@ -88,7 +93,7 @@ def _derive(stop: int) -> tuple[np.ndarray, np.ndarray]:
     # for "s"). The test checks every code point.
     cased = np.flatnonzero(classes[:stop] & (8 | 16)).astype(np.uint32)
     fold = np.zeros(N_CODE_POINTS, dtype=np.uint8)
-    candidates = cased.tobytes().decode("utf-32-le", "surrogatepass")
+    candidates = text_of(cased)
     for match in regex.finditer(f"(?i)[{CONTRACTION_LETTERS}]", candidates):
         fold[cased[match.start()]] = next(ord(letter) for letter in CONTRACTION_LETTERS
                                           if regex.fullmatch("(?i)" + letter, match.group()))
