@@ -296,9 +296,14 @@ cdef inline ShortEntry* shortcache_slot(const ShortCache* c, const ShortKey* key
     cdef ShortEntry* e
     while True:
         e = &c.slots[i]
-        if (e.key0 == key.word0 and (e.key1 & ~(SPILLED | RUN)) == key.word1) or e.key1 == 0:
+        if (e.key0 == key.word0 and stored_word1(e) == key.word1) or e.key1 == 0:
             return e
         i = (i + 1) & <uint64_t>c.mask
+
+
+cdef inline uint64_t stored_word1(const ShortEntry* e) noexcept nogil:
+    """An entry's second key word without its SPILLED and RUN marks: its key's."""
+    return e.key1 & ~(SPILLED | RUN)
 
 
 cdef inline bint shortcache_run(const ShortEntry* e) noexcept nogil:
@@ -365,7 +370,7 @@ cdef inline int shortcache_grow(ShortCache* c) noexcept nogil:
         old = &c.slots[i]
         if old.key1 != 0:
             key.word0 = old.key0
-            key.word1 = old.key1 & ~(SPILLED | RUN)
+            key.word1 = stored_word1(old)
             key.hash = hash_words(key.word0, key.word1)
             slot = shortcache_slot(&bigger, &key)
             slot[0] = old[0]
