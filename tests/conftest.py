@@ -1,9 +1,11 @@
+import contextlib
 import os
 import random
 
 import pytest
 
 import bpe
+from bpe._encode import short_cache_sizes
 
 SHAKESPEARE = os.path.join(os.path.dirname(bpe.__file__), "data", "tinyshakespeare.txt")
 
@@ -25,6 +27,17 @@ def random_corpus(seed: int, n_words: int = 400, unicode: bool = True,
         if special and rng.random() < 0.05:
             pieces.append(special)
     return "".join(pieces)
+
+
+@contextlib.contextmanager
+def small_short_caches(first: int, largest: int):
+    """Sessions made meanwhile get short caches of these sizes (slots): small
+    ones grow and start afresh within a short text."""
+    before = short_cache_sizes(first, largest)
+    try:
+        yield
+    finally:
+        short_cache_sizes(*before)
 
 
 @pytest.fixture

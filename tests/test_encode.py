@@ -1,5 +1,4 @@
 """Encoding: exactly tiktoken's ids, exactly bpe.pure's, and the API around them."""
-import contextlib
 import pickle
 
 import hypothesis.strategies as st
@@ -12,7 +11,7 @@ from bpe import pure
 from bpe._encode import short_cache_sizes
 from bpe.formats import flatten
 
-from conftest import SHAKESPEARE, random_corpus
+from conftest import SHAKESPEARE, random_corpus, small_short_caches
 from test_native_pretok import PIECES
 from tiktoken_reference import get_encoding
 
@@ -502,16 +501,6 @@ def test_short_pre_tokens_whose_ids_end_in_a_run_from_the_cache(pair):
     assert tok.encode_ordinary(text) == reference.encode_ordinary(text)
     assert tok.encode_batch([text, text[::-1], text], num_threads=1) == \
         [reference.encode_ordinary(t) for t in (text, text[::-1], text)]
-
-
-@contextlib.contextmanager
-def small_short_caches(first: int, largest: int):
-    """Sessions made meanwhile get short caches of these sizes (slots)."""
-    before = short_cache_sizes(first, largest)
-    try:
-        yield
-    finally:
-        short_cache_sizes(*before)
 
 
 def test_short_pre_tokens_of_five_ids_outlive_either_cache_starting_afresh():
