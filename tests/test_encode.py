@@ -386,11 +386,16 @@ def test_encoding_into_a_reused_buffer_equals_a_fresh_array(name):
 
 def test_lists_hold_one_reference_per_id():
     # ids_to_lists adds each distinct id's references in one step and fills the
-    # lists without the GIL: refcounts must balance exactly.
+    # lists without the GIL: refcounts must balance exactly. Its counts are
+    # zeroed whole for calls of many ids (the batch, with the long text) and
+    # only where used for calls of few (each short text, after calls that
+    # left other counts in the memory it reuses).
     import sys
 
     tok = bpe.load("gpt2")
-    texts = [" hello world" * 50, "", " unique tokens: supercalifragilistic", " world hello" * 7]
+    texts = [" hello world" * 50, "", " unique tokens: supercalifragilistic", " world hello" * 7,
+             " hello unique world" * 3000]
+    assert len(tok.encode(texts[-1])) >= tok.n_vocab // 8 > len(tok.encode(texts[0]))
     tok.encode_batch(texts)                                  # the prebuilt ints exist
     watched = sorted({i for ids in (tok.encode(t) for t in texts) for i in ids if i > 256})
     before = [sys.getrefcount(tok._id_objects[i]) for i in watched]
