@@ -24,11 +24,38 @@ cdef extern from "Python.h":
     Py_ssize_t Py_REFCNT(PyObject* o)
     void Py_SET_REFCNT(PyObject* o, Py_ssize_t refcnt)
     void PyObject_GC_UnTrack(void* o)
+    void incref "Py_INCREF" (PyObject* o)
 
 
 def ids_to_list(const out_id_t[::1] ids, tuple id_objects):
     """``ids`` as a list of Python ints, the prebuilt ``id_objects[i]`` for id i."""
     return ids_to_lists(ids, np.array([0, ids.shape[0]], dtype=np.int64), id_objects)[0]
+
+
+cdef list ids_list(const out_id_t* ids, Py_ssize_t n, tuple id_objects):
+    """``ids[:n]`` as a list of the prebuilt ints, under the GIL: for the ids of one
+    document, which ``EncodeKernel.encode_str_to_list`` builds in the call that
+    encodes it. A reference per id, one after another: for a few thousand ids
+    the count per distinct id of ``ids_to_lists`` (and its vocabulary-sized
+    array) costs more than it saves. Untracked by the garbage collector, as
+    there (see why below)."""
+    cdef Py_ssize_t n_objects = len(id_objects)
+    cdef PyObject** objects = PySequence_Fast_ITEMS(id_objects)
+    cdef PyObject** items
+    cdef PyObject* obj
+    cdef Py_ssize_t k
+    for k in range(n):
+        if ids[k] >= n_objects:
+            raise ValueError(f"token id {ids[k]} has no prebuilt int")
+    result = PyList_New(n)
+    PyObject_GC_UnTrack(<PyObject*>result)
+    items = PySequence_Fast_ITEMS(result)
+    # Nothing fails from here on: each slot gets its reference.
+    for k in range(n):
+        obj = objects[ids[k]]
+        incref(obj)
+        items[k] = obj
+    return result
 
 
 def ids_to_lists(const out_id_t[::1] ids, const offset_t[::1] offsets, tuple id_objects):

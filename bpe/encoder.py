@@ -8,16 +8,21 @@ tokenizer's Python dicts.
 """
 from __future__ import annotations
 
-import contextlib
 import threading
 from typing import Mapping, Optional, Sequence
 
 import numpy as np
 
 from bpe._encode import EncodeKernel, Session
+from bpe._lists import ids_to_list
 from bpe.formats import flatten
 from bpe.patterns import compile_pattern, native_pattern_id, regex_pretokens
 from bpe.specials import split_special
+
+
+#: Texts up to this many characters are encoded into a list in one kernel call
+#: (``Encoder.encode_to_list``); the list of a longer one is built without the GIL.
+ONE_CALL_CHARS = 1 << 16
 
 
 def utf8(text: str) -> bytes:
@@ -45,6 +50,7 @@ class Encoder:
         self._native = native_pattern_id(pattern)
         self._lock = threading.Lock()
         self._idle_sessions: list = []
+        self._needles_made: dict = {}
 
     @classmethod
     def from_tokens(cls, ids_by_bytes: Mapping[bytes, int], ranked_ids: Sequence[int],
@@ -77,23 +83,15 @@ class Encoder:
         exactly the two parts its merge joined."""
         return self._kernel.split_ranked(token_data, token_offsets)
 
-    @contextlib.contextmanager
-    def _session(self):
-        """Scratch buffers and a warm pre-token cache for one call.
+    def _session(self) -> "_Lease":
+        """Scratch buffers and a warm pre-token cache for one call: ``with
+        self._session() as session``.
 
         Sessions are pooled here rather than kept per thread, so caches stay warm
         across calls even when thread pools come and go; a session serves one
         call at a time.
         """
-        with self._lock:
-            session = self._idle_sessions.pop() if self._idle_sessions else None
-        if session is None:
-            session = Session()
-        try:
-            yield session
-        finally:
-            with self._lock:
-                self._idle_sessions.append(session)
+        return _Lease(self)
 
     def clear_cache(self) -> None:
         """Drop the pooled sessions: their pre-token caches and scratch buffers.
@@ -126,6 +124,17 @@ class Encoder:
         with self._session() as session:
             return self._kernel.encode_strs(session, texts, self._pattern_id(), *self._needles(allowed), out)
 
+    def encode_to_list(self, text: str, allowed: Sequence[str], id_objects: tuple) -> list:
+        """The ids of one str as a list of ``id_objects`` (the prebuilt ints, by id).
+
+        A document's worth of text takes the kernel's one-call path; a longer
+        text the array path, whose list is built mostly without the GIL."""
+        if self._native is None or len(text) > ONE_CALL_CHARS:
+            return ids_to_list(self.encode_strs([text], allowed)[0], id_objects)
+        with self._session() as session:
+            return self._kernel.encode_str_to_list(session, text, self._native, *self._needles(allowed),
+                                                   id_objects)
+
     def encode_piece(self, piece: bytes) -> np.ndarray:
         """The ids (uint32) of one pre-token's bytes, merged by priority."""
         with self._session() as session:
@@ -134,10 +143,18 @@ class Encoder:
     def _pattern_id(self) -> int:
         return -1 if self._native is None else self._native
 
-    def _needles(self, allowed: Sequence[str]) -> tuple[list[bytes], np.ndarray]:
-        """The kernel's form of the ``allowed`` special tokens: their UTF-8 and ids."""
-        return ([token.encode("utf-8") for token in allowed],
-                np.array([self.special_tokens[token] for token in allowed], dtype=np.uint32))
+    def _needles(self, allowed: Sequence[str]) -> tuple[tuple[bytes, ...], np.ndarray]:
+        """The kernel's form of the ``allowed`` special tokens: their UTF-8 and ids,
+        made once for each set asked for (a call per short document made them
+        again each time)."""
+        key = tuple(allowed)
+        needles = self._needles_made.get(key)
+        if needles is None:
+            needles = (tuple(token.encode("utf-8") for token in key),
+                       np.array([self.special_tokens[token] for token in key], dtype=np.uint32))
+            needles[1].flags.writeable = False
+            self._needles_made[key] = needles
+        return needles
 
     def _encode_many_with_regex(self, texts: Sequence[str], allowed: Sequence[str],
                                 out: Optional[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -161,3 +178,26 @@ class Encoder:
             if special is not None:
                 parts.append(np.array([self.special_tokens[special]], dtype=np.uint32))
         return np.concatenate(parts)
+
+
+class _Lease:
+    """``Encoder._session``: a pooled session, lent for a ``with`` block. A plain
+    class, not a generator-based context manager: that cost 2 us a call, a
+    seventh of encoding a short document."""
+
+    __slots__ = ("encoder", "session")
+
+    def __init__(self, encoder: Encoder):
+        self.encoder = encoder
+
+    def __enter__(self) -> Session:
+        encoder = self.encoder
+        with encoder._lock:
+            self.session = encoder._idle_sessions.pop() if encoder._idle_sessions else None
+        if self.session is None:
+            self.session = Session()
+        return self.session
+
+    def __exit__(self, *exc_info) -> None:
+        with self.encoder._lock:
+            self.encoder._idle_sessions.append(self.session)

@@ -95,6 +95,8 @@ def special_policy(special_tokens: Collection[str], allowed_special: SpecialSet,
                    disallowed_special: SpecialSet) -> tuple[list[str], set[str]]:
     """The special tokens to recognise (sorted) and those whose text is refused, from
     tiktoken-style ``allowed_special`` and ``disallowed_special`` ("all" or a set)."""
+    if not allowed_special and not disallowed_special:       # neither: the common call, at once
+        return [], set()
     names = set(special_tokens)
     allowed = names if allowed_special == "all" else set(allowed_special)
     unknown = allowed - names

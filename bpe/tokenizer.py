@@ -331,6 +331,11 @@ class Tokenizer:
         refuse_disallowed(disallowed, text)
         return allowed
 
+    def _encode_list(self, text: str, allowed: Sequence[str]) -> list[int]:
+        """The ids of ``text`` as a list, ``allowed`` special tokens recognised."""
+        encoder = self.encoder           # first: building it makes the prebuilt ints
+        return encoder.encode_to_list(text, allowed, self._id_objects)
+
     def _encode_array(self, text: str, allowed: Sequence[str]) -> np.ndarray:
         """The ids of ``text`` (uint32), ``allowed`` special tokens recognised."""
         return self.encoder.encode_strs([text], allowed)[0]
@@ -351,13 +356,12 @@ class Tokenizer:
         >>> bpe.load("gpt2").encode("naïve", offsets=True)
         ([2616, 38776], [0, 2])
         """
-        ids = self._to_list(self._encode_array(text, self._allowed(allowed_special,
-                                                                   disallowed_special, text)))
+        ids = self._encode_list(text, self._allowed(allowed_special, disallowed_special, text))
         return (ids, self.decode_with_offsets(ids, errors="replace")[1]) if offsets else ids
 
     def encode_ordinary(self, text: str) -> list[int]:
         """The ids of ``text`` with special-token strings read as ordinary text."""
-        return self._to_list(self._encode_array(text, []))
+        return self._encode_list(text, [])
 
     def encode_to_numpy(self, text: str, *, dtype=None, allowed_special="all",
                         disallowed_special=()) -> np.ndarray:

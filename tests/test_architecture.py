@@ -24,7 +24,7 @@ LAYERS = [
     "encoder", "pretrained", "formats",                              # encoding, files
     "pure", "view",                                                  # the oracle, seeing tokens
     "chunking", "specials", "patterns", "files", "workers", "progress", "errors",   # rules, tools
-    "_train", "_lists", "_rankfile", "_encode", "_scanner", "unicode",   # kernels
+    "_train", "_rankfile", "_encode", "_lists", "_scanner", "unicode",   # kernels
     "_shortcache", "_bytestable", "_pairranks", "_pairmap", "_specials", "_utf8", "_checks", "_types",  # kernel
     "_memory",                                                                              # headers
 ]

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 
 import bpe
+import bpe.encoder
 from bpe import pure
 from bpe._encode import short_cache_sizes
 from bpe.formats import flatten
@@ -32,6 +33,21 @@ def test_matches_tiktoken_on_stress_text(pair, text):
     tok, reference = pair
     assert tok.encode(text) == reference.encode(text, allowed_special="all")
     assert tok.encode_ordinary(text) == reference.encode_ordinary(text)
+
+
+@settings(max_examples=100, deadline=None)
+@given(text=stress_text, copies=st.sampled_from([1, 2000]))
+def test_a_long_text_takes_the_array_path_and_matches_tiktoken(pair, text, copies):
+    # encode builds a document's list in one kernel call, a longer text's from
+    # an array: both paths, forced either way (by the threshold, and by length).
+    tok, reference = pair
+    text = text * copies
+    expected = reference.encode(text, allowed_special="all")
+    for one_call_chars in (0, bpe.encoder.ONE_CALL_CHARS):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(bpe.encoder, "ONE_CALL_CHARS", one_call_chars)
+            assert tok.encode(text) == expected
+            assert tok.encode(text, allowed_special=set()) == reference.encode_ordinary(text)
 
 
 # tiktoken's Rust regex carries older Unicode tables than the `regex` module, whose
@@ -384,14 +400,18 @@ def test_encoding_into_a_reused_buffer_equals_a_fresh_array(name):
         encoding.encode_utf8(two_specials, ["<|endoftext|>"], out[:25])
 
 
-def test_lists_hold_one_reference_per_id():
+@pytest.mark.parametrize("one_call_chars", [0, bpe.encoder.ONE_CALL_CHARS])
+def test_lists_hold_one_reference_per_id(monkeypatch, one_call_chars):
     # ids_to_lists adds each distinct id's references in one step and fills the
     # lists without the GIL: refcounts must balance exactly. Its counts are
     # zeroed whole for calls of many ids (the batch, with the long text) and
     # only where used for calls of few (each short text, after calls that
-    # left other counts in the memory it reuses).
+    # left other counts in the memory it reuses). With one_call_chars 0,
+    # encode takes that path for every text; else its one-call path, whose
+    # list (_lists.ids_list) takes a reference per id.
     import sys
 
+    monkeypatch.setattr(bpe.encoder, "ONE_CALL_CHARS", one_call_chars)
     tok = bpe.load("gpt2")
     texts = [" hello world" * 50, "", " unique tokens: supercalifragilistic", " world hello" * 7,
              " hello unique world" * 3000]
