@@ -789,18 +789,20 @@ cdef class EncodeKernel:
             raise ValueError(f"out holds {out.shape[0]} ids; these texts may need {bound}")
         id_offsets = np.empty(n_texts + 1, dtype=np.int64)
         cdef offset_t[::1] id_view = id_offsets
-        needles_point_at(&found, needles)
         # Any id covers at least one byte (empty special tokens never match), so
         # ``bound`` ids always fit and the buffer is never grown. Without ``out``
         # the ids go straight into the array returned, cut to size afterwards
         # (numpy's realloc shrinks it in place), not into scratch space then
         # copied: the copy, and faulting in scratch pages each call, cost more.
         # OUT_SLACK more let a short-cache hit store all its ids unconditionally.
+        # (A view, not ``ids.ctypes.data``: that built a ctypes object, 1.5 us a call.)
         ids = np.empty(bound + OUT_SLACK, dtype=np.uint32) if out is None else np.asarray(out)
+        cdef out_id_t[::1] ids_view = ids if out is None else out
+        needles_point_at(&found, needles)
         try:
-            scratch.out.data = <out_id_t*><uintptr_t>ids.ctypes.data if ids.shape[0] > 0 else NULL
+            scratch.out.data = &ids_view[0] if ids_view.shape[0] > 0 else NULL
             scratch.out.size = 0
-            scratch.out.capacity = ids.shape[0]
+            scratch.out.capacity = ids_view.shape[0]
             scratch.out.borrowed = True
             with nogil:
                 status = self._encode_texts(scratch, n_texts, texts, lengths, pattern, &found,
@@ -815,7 +817,8 @@ cdef class EncodeKernel:
             release_output(scratch)
         if out is not None:
             return ids[:size], id_offsets
-        ids.resize(size, refcheck=False)    # no view of it exists yet
+        ids_view = None                     # let go of the buffer: realloc may move it
+        ids.resize(size, refcheck=False)    # no other view of it exists yet
         return ids, id_offsets
 
     def encode_texts(self, Session session, const uint8_t[::1] data, const offset_t[::1] text_offsets,
