@@ -224,6 +224,41 @@ cdef void release_output(Scratch* s) noexcept nogil:
         s.text.capacity = 0
 
 
+cdef inline void str_parts(object text, const void** source, Py_ssize_t* n_points,
+                           int* kind):
+    """Where a str's characters are, how many, and their width: 0 for ASCII
+    (read in place as UTF-8), else ``PyUnicode_KIND``."""
+    source[0] = PyUnicode_DATA(text)
+    n_points[0] = PyUnicode_GET_LENGTH(text)
+    kind[0] = 0 if PyUnicode_IS_ASCII(text) else PyUnicode_KIND(text)
+
+
+cdef int utf8_of_strs(Bytes* buffer, Py_ssize_t n_texts, const void** sources,
+                      const Py_ssize_t* n_points, const int* kinds, const uint8_t** starts,
+                      int64_t* lengths) noexcept nogil:
+    """Point ``starts`` and ``lengths`` at each text's UTF-8 (``str_parts``'s): ASCII
+    where it is, the others written one after another into ``buffer``, grown
+    once for them all. -1 when out of memory."""
+    cdef Py_ssize_t t
+    cdef int64_t transcoded = 0
+    cdef uint8_t* write_at
+    for t in range(n_texts):
+        if kinds[t] != 0:
+            transcoded += utf8_bound(kinds[t], n_points[t])
+    if bytes_reserve(buffer, transcoded) < 0:
+        return -1
+    write_at = buffer.data
+    for t in range(n_texts):
+        if kinds[t] == 0:
+            starts[t] = <const uint8_t*>sources[t]
+            lengths[t] = n_points[t]
+        else:
+            starts[t] = write_at
+            write_at = write_utf8(kinds[t], sources[t], n_points[t], write_at)
+            lengths[t] = write_at - starts[t]
+    return 0
+
+
 cdef inline void heap_push(int64_t* heap, int64_t* size, int64_t key) noexcept nogil:
     cdef int64_t i = size[0]
     cdef int64_t parent
@@ -766,6 +801,31 @@ cdef class EncodeKernel:
         id_offsets[n_texts] = s.out.size
         return 0
 
+    cdef int _encode_checked(self, Scratch* scratch, Py_ssize_t n_texts, const uint8_t** texts,
+                             const int64_t* lengths, int pattern, tuple needles,
+                             const out_id_t[::1] needle_ids, offset_t* id_offsets) except -1:
+        """Check the pattern and the special tokens, then encode the texts (pointers
+        and byte lengths the caller keeps alive) into ``scratch.out``, which the
+        caller has set up, in one GIL release; the ids of text t start at
+        ``id_offsets[t]``."""
+        cdef Needles found
+        cdef Py_ssize_t t
+        cdef int status
+        if pattern != WHOLE_SEGMENT:
+            for t in range(n_texts):
+                check_pattern(pattern, texts[t], lengths[t])
+        if needle_ids.shape[0] != len(needles):
+            raise ValueError("one id is needed for each special token")
+        needles_point_at(&found, needles)
+        scratch.out.size = 0
+        with nogil:
+            status = self._encode_texts(scratch, n_texts, texts, lengths, pattern, &found,
+                                        &needle_ids[0] if needle_ids.shape[0] > 0 else NULL, id_offsets)
+            needles_free(&found)
+        if status < 0:
+            raise MemoryError()
+        return 0
+
     cdef object _encode_prepared(self, Session session, Py_ssize_t n_texts, const uint8_t** texts,
                                  const int64_t* lengths, int pattern, tuple needles,
                                  const out_id_t[::1] needle_ids, out_id_t[::1] out):
@@ -773,16 +833,9 @@ cdef class EncodeKernel:
         the caller keeps alive; one GIL release for them all."""
         cdef Scratch* scratch = &session.scratch
         cdef Ids own_out = scratch.out
-        cdef Needles found
         cdef Py_ssize_t t
         cdef int64_t bound = 0
         cdef int64_t size
-        cdef int status
-        if pattern != WHOLE_SEGMENT:
-            for t in range(n_texts):
-                check_pattern(pattern, texts[t], lengths[t])
-        if needle_ids.shape[0] != len(needles):
-            raise ValueError("one id is needed for each special token")
         for t in range(n_texts):
             bound += lengths[t]
         if out is not None and out.shape[0] < bound:
@@ -798,21 +851,14 @@ cdef class EncodeKernel:
         # (A view, not ``ids.ctypes.data``: that built a ctypes object, 1.5 us a call.)
         ids = np.empty(bound + OUT_SLACK, dtype=np.uint32) if out is None else np.asarray(out)
         cdef out_id_t[::1] ids_view = ids if out is None else out
-        needles_point_at(&found, needles)
         try:
             scratch.out.data = &ids_view[0] if ids_view.shape[0] > 0 else NULL
-            scratch.out.size = 0
             scratch.out.capacity = ids_view.shape[0]
             scratch.out.borrowed = True
-            with nogil:
-                status = self._encode_texts(scratch, n_texts, texts, lengths, pattern, &found,
-                                            &needle_ids[0] if needle_ids.shape[0] > 0 else NULL,
-                                            &id_view[0])
-            if status < 0:
-                raise MemoryError()
+            self._encode_checked(scratch, n_texts, texts, lengths, pattern, needles, needle_ids,
+                                 &id_view[0])
             size = scratch.out.size
         finally:
-            needles_free(&found)
             scratch.out = own_out
             release_output(scratch)
         if out is not None:
@@ -869,9 +915,7 @@ cdef class EncodeKernel:
         cdef tuple held = tuple(texts)      # our own references while the GIL is released
         cdef Py_ssize_t n_texts = len(held)
         cdef Py_ssize_t t
-        cdef int64_t transcoded = 0
         cdef int reserved
-        cdef uint8_t* write_at
         cdef const void** sources = NULL
         cdef Py_ssize_t* n_points = NULL
         cdef int* kinds = NULL
@@ -890,25 +934,9 @@ cdef class EncodeKernel:
             if sources == NULL or n_points == NULL or kinds == NULL or starts == NULL or lengths == NULL:
                 raise MemoryError()
             for t in range(n_texts):
-                text = held[t]
-                sources[t] = PyUnicode_DATA(text)
-                n_points[t] = PyUnicode_GET_LENGTH(text)
-                kinds[t] = 0 if PyUnicode_IS_ASCII(text) else PyUnicode_KIND(text)
+                str_parts(held[t], &sources[t], &n_points[t], &kinds[t])
             with nogil:
-                for t in range(n_texts):
-                    if kinds[t] != 0:
-                        transcoded += utf8_bound(kinds[t], n_points[t])
-                reserved = bytes_reserve(&scratch.text, transcoded)
-                if reserved == 0:
-                    write_at = scratch.text.data
-                    for t in range(n_texts):
-                        if kinds[t] == 0:
-                            starts[t] = <const uint8_t*>sources[t]
-                            lengths[t] = n_points[t]
-                        else:
-                            starts[t] = write_at
-                            write_at = write_utf8(kinds[t], sources[t], n_points[t], write_at)
-                            lengths[t] = write_at - starts[t]
+                reserved = utf8_of_strs(&scratch.text, n_texts, sources, n_points, kinds, starts, lengths)
             if reserved < 0:
                 raise MemoryError()
             return self._encode_prepared(session, n_texts, starts, lengths, pattern, tuple(needles),
@@ -931,42 +959,24 @@ cdef class EncodeKernel:
         kept from call to call, and the list is built from there.
         """
         cdef Scratch* scratch = &session.scratch
+        cdef const void* source
+        cdef Py_ssize_t n_points
+        cdef int kind
         cdef const uint8_t* start
         cdef int64_t length
         cdef offset_t id_offsets[2]
-        cdef Needles found
-        cdef int status = 0
+        cdef int reserved
         if not isinstance(text, str):       # str subclasses too (their characters are read where they are)
             raise TypeError(f"text is {type(text).__name__}, not str")
-        cdef int kind = 0 if PyUnicode_IS_ASCII(text) else PyUnicode_KIND(text)
-        cdef Py_ssize_t n_points = PyUnicode_GET_LENGTH(text)
-        cdef const void* source = PyUnicode_DATA(text)
-        if needle_ids.shape[0] != len(needles):
-            raise ValueError("one id is needed for each special token")
-        needles_point_at(&found, needles)
+        str_parts(text, &source, &n_points, &kind)
         try:
-            start = <const uint8_t*>source           # ASCII is read in place
-            length = n_points
-            if kind != 0:
-                with nogil:
-                    status = bytes_reserve(&scratch.text, utf8_bound(kind, n_points))
-                    if status == 0:
-                        start = scratch.text.data
-                        length = write_utf8(kind, source, n_points, scratch.text.data) - start
-                if status < 0:
-                    raise MemoryError()
-            if pattern != WHOLE_SEGMENT:
-                check_pattern(pattern, start, length)
             with nogil:
-                scratch.out.size = 0
-                status = self._encode_texts(scratch, 1, &start, &length, pattern, &found,
-                                            &needle_ids[0] if needle_ids.shape[0] > 0 else NULL,
-                                            id_offsets)
-            if status < 0:
+                reserved = utf8_of_strs(&scratch.text, 1, &source, &n_points, &kind, &start, &length)
+            if reserved < 0:
                 raise MemoryError()
+            self._encode_checked(scratch, 1, &start, &length, pattern, needles, needle_ids, id_offsets)
             return ids_list(scratch.out.data, scratch.out.size, id_objects)
         finally:
-            needles_free(&found)
             release_output(scratch)
 
     def encode_pieces(self, Session session, pieces):
