@@ -273,6 +273,46 @@ def test_ids_of_a_chunk_finished_early_are_placed_in_order(tmp_path):
     assert np.array_equal(np.fromfile(out, dtype=np.uint16), expected)
 
 
+def test_chunk_buffers_are_reused_across_chunks_of_varying_size(tmp_path, monkeypatch):
+    # Chunks end at a separator, so their sizes vary around the nominal one.
+    # Buffers made to measure were outgrown by the next larger chunk and made
+    # again, fresh pages each time; now they have room to spare, and a chunk
+    # takes any spare set that holds it.
+    from bpe import chunk_writer
+    from bpe.chunk_writer import ChunkSettings, ChunkWriter
+    from bpe.chunking import Chunk
+
+    made = []
+    real = chunk_writer.ChunkBuffers.for_bytes.__func__
+    monkeypatch.setattr(chunk_writer.ChunkBuffers, "for_bytes",
+                        classmethod(lambda cls, n, dtype: made.append(n) or real(cls, n, dtype)))
+    tok = bpe.load("gpt2")
+    text = open(SHAKESPEARE, encoding="utf-8").read()[:50_000]
+    source = tmp_path / "in.txt"
+    source.write_text(text, encoding="utf-8")
+    sizes = [4000, 4100, 3900, 4300, 4200, 4050, 9000, 4000, 4400]
+    starts = np.cumsum([0] + sizes)
+    chunks = [Chunk(str(source), int(a), int(b)) for a, b in zip(starts, starts[1:])]
+    assert all(chunk.n_bytes == size for chunk, size in zip(chunks, sizes))
+    out = str(tmp_path / "tokens.bin")
+    fd = os.open(out, os.O_WRONLY | os.O_CREAT)
+    try:
+        writer = ChunkWriter(tok.encoder, fd, ChunkSettings(np.dtype(np.uint16), [EOT], "strict", None))
+        offset = 0
+        for k, chunk in enumerate(chunks):
+            result = writer.encode(k, chunk)
+            writer.place(result, offset)
+            offset += result.n_tokens
+    finally:
+        os.close(fd)
+    # One set for the first chunk, with a quarter to spare (it holds every chunk
+    # up to 5000 bytes), and one for the 9000-byte chunk, which holds the rest.
+    assert made == [4000 + 1000, 9000 + 2250]
+    data = text.encode()
+    expected = [tok.encode_to_numpy(data[a:b].decode(), dtype=np.uint16) for a, b in zip(starts, starts[1:])]
+    assert np.array_equal(np.fromfile(out, dtype=np.uint16), np.concatenate(expected))
+
+
 @pytest.mark.parametrize("name", ["gpt2", "cl100k_base"])
 def test_ids_all_written_by_the_collector_give_the_same_ids(corpus_dir, tmp_path, name, monkeypatch):
     # direct=False: no worker writes its ids, so every chunk takes the path of a
