@@ -1,13 +1,19 @@
 """The Unicode tables of the native pre-tokenizers, derived from the running ``regex`` module.
 
-Deriving them (a few hundredths of a second, once per process, on the scanner's first use:
-``bpe/_scanner.pyx`` calls ``tables``) rather than shipping them means the
-native scanners classify every code point exactly as the installed ``regex``
-does, whatever Unicode version it carries.
+The tables say how the installed ``regex`` classifies every code point, so the
+native scanners split exactly as it does, whatever Unicode version it carries.
+Deriving them takes a few hundredths of a second, and every fresh process that
+scans text that is not ASCII needed them (``bpe/_scanner.pyx`` calls ``tables``).
+So the build derives them once (``setup.py`` calls ``save_tables``) and
+ships them beside the code, marked with the ``regex`` version they came from;
+a process whose ``regex`` is another version derives its own.
 """
 from __future__ import annotations
 
 import functools
+import os
+import zipfile
+from typing import Optional
 
 import numpy as np
 import regex
@@ -51,16 +57,66 @@ def text_of(points: np.ndarray) -> str:
     return points.tobytes().decode("utf-32-le", "surrogatepass")
 
 
+#: Where the build leaves the tables (``save_tables``).
+SHIPPED_TABLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "unicode_tables.npz")
+
+
 @functools.lru_cache(maxsize=None)
 def tables() -> tuple[np.ndarray, np.ndarray]:
-    """``(classes, fold)``: class bits and case-folded contraction letter, per code point.
+    """``(classes, fold)``: class bits and case-folded contraction letter, per code point:
+    the shipped ones if they came from this ``regex``, else derived now."""
+    shipped = shipped_tables()
+    return shipped if shipped is not None else derive_tables()
 
-    Built when a process first scans text that is not ASCII, so built fast
-    (0.04-0.07 s on a 2.45 GHz core): ``regex`` finds the unassigned and
-    private-use code points in two passes, then each general category in one
-    pass over the rest, and all the contraction letters in one over the
-    letters and marks (the few code points found are then told apart)."""
+
+def derive_tables() -> tuple[np.ndarray, np.ndarray]:
+    """``tables``, derived from the running ``regex``, fast (0.04-0.07 s on a
+    2.45 GHz core): ``regex`` finds the unassigned and private-use code points
+    in two passes, then each general category in one pass over the rest, and
+    all the contraction letters in one over the letters and marks (the few
+    code points found are then told apart)."""
     return _derive(N_CODE_POINTS)
+
+
+def save_tables(path: str = SHIPPED_TABLES) -> None:
+    """Derive the tables and store them at ``path`` with the ``regex`` version
+    they came from, as runs (a few thousand: 30 KB, read in a millisecond)."""
+    arrays = {"regex_version": np.array(regex.__version__)}
+    for name, table in zip(("classes", "fold"), derive_tables()):
+        starts = np.flatnonzero(np.diff(table, prepend=np.int16(-1))).astype(np.uint32)
+        arrays[f"{name}_starts"], arrays[f"{name}_values"] = starts, table[starts]
+    np.savez(path, **arrays)
+
+
+def shipped_tables(path: Optional[str] = None) -> Optional[tuple[np.ndarray, np.ndarray]]:
+    """The tables ``save_tables`` stored at ``path`` (default ``SHIPPED_TABLES``), if
+    they came from the running ``regex``'s version and are whole; else None (the
+    caller derives them)."""
+    path = SHIPPED_TABLES if path is None else path
+    try:
+        with np.load(path) as stored:
+            if str(stored["regex_version"]) != regex.__version__:
+                return None
+            found = tuple(_expand(stored[f"{name}_starts"], stored[f"{name}_values"])
+                          for name in ("classes", "fold"))
+    except (OSError, EOFError, KeyError, ValueError, zipfile.BadZipFile):
+        return None
+    if any(table is None for table in found):
+        return None
+    # A check that costs well under a millisecond: the ASCII entries, derived again.
+    if not all(np.array_equal(table[:128], derived[:128]) for table, derived in zip(found, ascii_tables())):
+        return None
+    return found
+
+
+def _expand(starts: np.ndarray, values: np.ndarray) -> Optional[np.ndarray]:
+    """The table of runs starting at ``starts`` (from 0, increasing) with these
+    values, one entry per code point; None if the runs do not make one."""
+    if (starts.ndim != 1 or starts.shape != values.shape or not len(starts) or starts[0] != 0
+            or starts[-1] >= N_CODE_POINTS or (np.diff(starts.astype(np.int64)) <= 0).any()):
+        return None
+    lengths = np.diff(starts.astype(np.int64), append=N_CODE_POINTS)
+    return np.repeat(values.astype(np.uint8), lengths)
 
 
 @functools.lru_cache(maxsize=None)

@@ -142,7 +142,7 @@ def test_the_environment_picks_the_path(path):
 
 
 FIRST_ASCII_THEN_NOT = r"""
-import sys, threading
+import os, sys, threading
 from collections import Counter
 import regex
 sys.path.insert(0, {tests!r})
@@ -159,6 +159,8 @@ def split(text, name):
     return [data[a:b].decode() for a, b in zip(offsets, offsets[1:])]
 
 entry = {entry!r}
+if not {shipped!r}:                       # as with a regex other than the build's
+    unicode.SHIPPED_TABLES = os.devnull
 if entry == "split_offsets":
     assert split(ascii_text, "gpt2") == regex.findall(PATTERNS["gpt2"], ascii_text)
 elif entry == "count":
@@ -186,20 +188,61 @@ for thread in threads:
     thread.join()
 assert len(agreed) == 600 and all(agreed)
 assert _scanner._tables[-1][0] is unicode.tables()[0]
+assert (unicode.shipped_tables() is not None) == {shipped!r}
 for name in ("gpt2", "cl100k_base", "o200k_base"):
     assert bpe.load(name).encode(mixed + ascii_text) == get_encoding(name).encode(mixed + ascii_text), name
 print("ok")
 """
 
 
-@pytest.mark.parametrize("entry", ["split_offsets", "count", "encode"])
-def test_ascii_text_first_builds_the_ascii_tables_only(entry):
+@pytest.mark.parametrize("entry, shipped", [("split_offsets", True), ("count", True), ("encode", True),
+                                             ("encode", False)])
+def test_ascii_text_first_builds_the_ascii_tables_only(entry, shipped):
     # A fresh process that first scans ASCII text derives the tables of the
     # ASCII code points alone; the first text that is not ASCII brings the full
-    # ones, and scans running meanwhile stay exact.
-    code = FIRST_ASCII_THEN_NOT.format(tests=os.path.dirname(os.path.abspath(__file__)), entry=entry)
+    # ones (shipped, or derived when the shipped ones are not this regex's),
+    # and scans running meanwhile stay exact.
+    code = FIRST_ASCII_THEN_NOT.format(tests=os.path.dirname(os.path.abspath(__file__)), entry=entry,
+                                       shipped=shipped)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.split() == ["ok"], out.stderr[-3000:]
+
+
+def test_the_build_ships_the_tables_it_derived_from_this_regex():
+    # setup.py derives the tables from the regex it builds with, which is the
+    # one the tests run with; they must be exactly what deriving gives now.
+    shipped = unicode.shipped_tables()
+    assert shipped is not None, f"{unicode.SHIPPED_TABLES}: missing, or not from regex {regex.__version__}"
+    derived = unicode.derive_tables()
+    assert all(np.array_equal(a, b) for a, b in zip(shipped, derived))
+    assert all(np.array_equal(a, b) for a, b in zip(unicode.tables(), derived))
+
+
+def test_tables_from_another_regex_or_damaged_are_not_used(tmp_path, monkeypatch):
+    path = str(tmp_path / "tables.npz")
+    unicode.save_tables(path)
+    assert all(np.array_equal(a, b) for a, b in zip(unicode.shipped_tables(path), unicode.derive_tables()))
+    with monkeypatch.context() as patched:
+        patched.setattr(unicode.regex, "__version__", "1999.1.1")
+        assert unicode.shipped_tables(path) is None
+    stored = dict(np.load(path))
+    damaged = {
+        "cut short": None,
+        "runs not from 0": dict(stored, classes_starts=stored["classes_starts"][1:],
+                                classes_values=stored["classes_values"][1:]),
+        "runs out of order": dict(stored, fold_starts=stored["fold_starts"][::-1].copy()),
+        "an ASCII class wrong": dict(stored, classes_values=stored["classes_values"] ^ np.uint8(1)),
+        "a table missing": {name: array for name, array in stored.items() if not name.startswith("fold")},
+    }
+    for reason, arrays in damaged.items():
+        bad = str(tmp_path / "bad.npz")
+        if arrays is None:
+            with open(path, "rb") as good, open(bad, "wb") as out:
+                out.write(good.read()[:1000])
+        else:
+            np.savez(bad, **arrays)
+        assert unicode.shipped_tables(bad) is None, reason
+    assert unicode.shipped_tables(str(tmp_path / "absent.npz")) is None
 
 
 def test_the_ascii_tables_are_the_full_tables_ascii_part():
