@@ -19,6 +19,7 @@ import os
 import shutil
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Iterable, Optional, Sequence
 
 import numpy as np
@@ -143,7 +144,10 @@ def _write_array(tokenizer, paths, chunks: Iterable[Chunk], max_chunks: int, out
 
     directory = os.path.dirname(os.path.abspath(output))
     os.makedirs(directory, exist_ok=True)
-    with OutputLock(output):
+    # The sidecar records the tokenizer's fingerprint, which costs 0.03-0.1 s the
+    # first time: made beside the encoding, not after it.
+    with OutputLock(output), ThreadPoolExecutor(1, thread_name_prefix="bpe-fingerprint") as beside:
+        fingerprint = beside.submit(tokenizer.fingerprint)
         work = tempfile.mkdtemp(dir=directory, prefix=temporary_prefix(output))
         try:
             tmp_output = os.path.join(work, "tokens.bin")
@@ -155,7 +159,7 @@ def _write_array(tokenizer, paths, chunks: Iterable[Chunk], max_chunks: int, out
             metadata = build_metadata(
                 dtype=dtype, n_tokens=n_tokens, n_documents=len(document_starts),
                 n_vocab=tokenizer.n_vocab, separator=separator, output=output,
-                tokenizer_fingerprint=tokenizer.fingerprint(),
+                tokenizer_fingerprint=fingerprint.result(),
                 inputs=[{"path": os.path.abspath(path), "bytes": status.st_size}
                         for path, status in zip(paths, statuses)],
                 inputs_fingerprint=hashlib.sha256("".join(digests).encode()).hexdigest())

@@ -100,6 +100,7 @@ class Tokenizer:
                 self._by_bytes.setdefault(token, token_id)
         self._table: Optional[RankTable] = None
         self._encoder_lock = threading.Lock()
+        self._fingerprint: Optional[str] = None     # fingerprint(), once asked
         self._encoder: Optional[Encoder] = None
         #: The file this tokenizer was read from, if any (named in errors about its pattern).
         self.source: Optional[str] = None
@@ -173,6 +174,7 @@ class Tokenizer:
         self._n_vocab = largest + 1
         self.source = None
         self._encoder_lock = threading.Lock()
+        self._fingerprint: Optional[str] = None     # fingerprint(), once asked
         self._encoder = None
         self._set_encoder(Encoder({"byte_ids": byte_ids, "token_data": data, "token_offsets": offsets,
                                    "token_ids": ranks.astype(np.int32),
@@ -589,6 +591,7 @@ class Tokenizer:
         fingerprint = state.pop("_fingerprint", None)
         self.__dict__.update(state)
         self._encoder_lock = threading.Lock()
+        self._fingerprint = fingerprint            # the sender's, of the same contents
         self._encoder = None
         if encoder_state is not None:
             self._set_encoder(_shared_encoder(fingerprint, encoder_state))
@@ -604,7 +607,15 @@ class Tokenizer:
         return self._n_vocab
 
     def fingerprint(self) -> str:
-        """sha256 of everything that decides the ids: pattern, special tokens, vocab, merges."""
+        """sha256 of everything that decides the ids: pattern, special tokens, vocab, merges.
+
+        Made once per tokenizer (a tokenizer does not change), as it costs
+        0.03-0.1 s and every ``encode_file`` and every pickle records it."""
+        if self._fingerprint is None:
+            self._fingerprint = self._make_fingerprint()
+        return self._fingerprint
+
+    def _make_fingerprint(self) -> str:
         import hashlib                                       # on use: loading never needs it
 
         digest = hashlib.sha256()

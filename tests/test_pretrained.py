@@ -27,7 +27,9 @@ def test_a_shipped_vocabulary_equals_the_checked_path(name):
     assert loaded.vocab == checked.vocab
     assert loaded.merges == checked.merges
     assert loaded.n_vocab == checked.n_vocab and loaded.special_tokens == checked.special_tokens
-    assert fingerprint == loaded.fingerprint() == checked.fingerprint()     # the dicts' path, twice
+    # The dicts' path, twice: ``loaded`` has unpacked its dicts now (fingerprint()
+    # would give the value it made once).
+    assert fingerprint == loaded._make_fingerprint() == checked.fingerprint()
     assert ids == checked.encode(TEXT) == get_encoding(name).encode(TEXT, allowed_special="all")
     assert loaded.decode(ids) == TEXT
 
@@ -72,3 +74,19 @@ def test_a_special_token_on_an_ordinary_id_fingerprints_as_the_dicts_say():
         digest.update(len(left).to_bytes(4, "little") + left + right)
     assert tok.vocab[50255] == b"<|x|>"
     assert fingerprint == digest.hexdigest()
+
+
+def test_the_fingerprint_is_made_once_and_travels_with_a_pickle(monkeypatch):
+    import pickle
+
+    from bpe.tokenizer import Tokenizer
+
+    made = []
+    real = Tokenizer._make_fingerprint
+    monkeypatch.setattr(Tokenizer, "_make_fingerprint", lambda self: made.append(self) or real(self))
+    tok = _load_pretrained.__wrapped__("gpt2")
+    fingerprint = tok.fingerprint()
+    assert tok.fingerprint() == fingerprint and made == [tok]
+    copy = pickle.loads(pickle.dumps(tok))
+    assert copy.fingerprint() == fingerprint and made == [tok]    # the sender's, not made again
+    assert real(copy) == fingerprint
