@@ -110,7 +110,7 @@ class ChunkWriter:
 
         Chunks end at a separator, so their sizes vary around the nominal one:
         buffers made to measure would be outgrown, and replaced, chunk after
-        chunk (with two workers, 15 sets of fresh pages instead of 5 on
+        chunk (with two workers, 15 sets of fresh pages instead of 4 on
         prose_en). A quarter more than asked holds nearly every later chunk.
         """
         with self._lock:

@@ -144,7 +144,7 @@ def _write_array(tokenizer, paths, chunks: Iterable[Chunk], max_chunks: int, out
 
     directory = os.path.dirname(os.path.abspath(output))
     os.makedirs(directory, exist_ok=True)
-    # The sidecar records the tokenizer's fingerprint, which costs 0.03-0.1 s the
+    # The sidecar records the tokenizer's fingerprint, which costs 0.03-0.25 s the
     # first time: made beside the encoding, not after it.
     with OutputLock(output), ThreadPoolExecutor(1, thread_name_prefix="bpe-fingerprint") as beside:
         fingerprint = beside.submit(tokenizer.fingerprint)

@@ -610,7 +610,7 @@ class Tokenizer:
         """sha256 of everything that decides the ids: pattern, special tokens, vocab, merges.
 
         Made once per tokenizer (a tokenizer does not change), as it costs
-        0.03-0.1 s and every ``encode_file`` and every pickle records it."""
+        0.03-0.25 s and every ``encode_file`` and every pickle records it."""
         if self._fingerprint is None:
             self._fingerprint = self._make_fingerprint()
         return self._fingerprint

@@ -80,7 +80,7 @@ def derive_tables() -> tuple[np.ndarray, np.ndarray]:
 
 def save_tables(path: str = SHIPPED_TABLES) -> None:
     """Derive the tables and store them at ``path`` with the ``regex`` version
-    they came from, as runs (a few thousand: 30 KB, read in a millisecond)."""
+    they came from, as runs (18 KB, read in about 3 ms)."""
     arrays = {"regex_version": np.array(regex.__version__)}
     for name, table in zip(("classes", "fold"), derive_tables()):
         starts = np.flatnonzero(np.diff(table, prepend=np.int16(-1))).astype(np.uint32)
