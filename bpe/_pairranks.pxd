@@ -5,7 +5,8 @@
 # is murmur3's finaliser (a chain of five multiplies and shifts), then a key
 # and a value in two arrays, two cache lines. Here both ids and the rank are
 # packed into one 8-byte slot, found by one multiply whose high bits pick the
-# slot: one line per probe, and half the memory (gpt2's pairs fit in L2).
+# slot: one line per probe, and half the memory (gpt2's 108 299 pairs take
+# 2 MiB: L2 on a core with 2 MiB of it, L3 on one with 512 KiB, as Zen 3).
 # This holds while ids and ranks fit 21 bits each (every vocabulary of up to
 # two million tokens); a larger one keeps the pair map ("wide").
 #
