@@ -30,7 +30,7 @@ from bpe._bytestable cimport (FNV_OFFSET, FNV_PRIME, BytesTable, bytestable_add,
                               bytestable_slot, hash_bytes, slot_entry)
 from bpe._checks cimport check_ids, check_offsets
 from bpe._lists cimport ids_list
-from bpe._memory cimport grow, mem_alloc, mem_free, reserve_fresh
+from bpe._memory cimport grow, mem_alloc, mem_free, prefetch, reserve_fresh
 from bpe._pairranks cimport (PairRanks, byte_pair_rank, pair_rank, pairranks_add, pairranks_fill_bytes,
                              pairranks_free, pairranks_init, pairranks_prefetch)
 from bpe._scanner cimport FILL_SLACK, Scanner, check_pattern, scanner_fill, scanner_init
@@ -67,10 +67,6 @@ cdef enum:                           # what _encode_piece's caller knows of the 
     PIECE_ANY = 0                    # nothing: it may be a token, or in the general cache
     PIECE_NEW_SHORT = 1              # short, no token, not seen since the short cache cleared
     PIECE_SPILLED = 2                # short, no token, ids in the general cache (unless it cleared)
-
-
-cdef extern from *:
-    void prefetch "__builtin_prefetch" (const void* address) noexcept nogil
 
 
 cdef struct Ids:

@@ -21,6 +21,25 @@ cdef void* mem_resize(void* block, size_t size) noexcept nogil
 cdef void mem_free(void* block) noexcept nogil
 
 
+cdef extern from *:
+    """
+    /* Start loading the cache line at an address. Every prefetch of the
+       kernels is this one, because a bare __builtin_prefetch can vanish: GCC
+       12's mod-ref analysis finds a function whose only effect is a prefetch
+       free of side effects, and deletes each call of it. pairranks_prefetch
+       was such a function, and compiled to nothing. The empty volatile asm
+       that takes the address is an effect no pass deletes; it emits no
+       instruction. */
+    #if defined(__GNUC__)
+    #define BPE_PREFETCH(address) do { const void *bpe_prefetch_at = (address); \
+        __builtin_prefetch(bpe_prefetch_at); __asm__ __volatile__("" : : "r"(bpe_prefetch_at)); } while (0)
+    #else
+    #define BPE_PREFETCH(address) ((void)(address))
+    #endif
+    """
+    void prefetch "BPE_PREFETCH" (const void* address) noexcept nogil
+
+
 cdef inline int64_t next_capacity(int64_t capacity, int64_t smallest, int64_t needed) noexcept nogil:
     """The capacity, doubling from ``capacity`` (or ``smallest``), that holds ``needed``:
     buffers grown this way are copied O(1) times per element overall."""

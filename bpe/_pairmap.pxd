@@ -4,7 +4,7 @@
 # inline so each kernel module compiles its own copy.
 from libc.stdint cimport int32_t, int64_t, uint64_t
 
-from bpe._memory cimport mem_alloc, mem_free
+from bpe._memory cimport mem_alloc, mem_free, prefetch
 from bpe._types cimport pair_t
 
 cdef struct PairMap:
@@ -61,16 +61,12 @@ cdef inline int64_t _slot(const PairMap* m, pair_t key) noexcept nogil:
     return i
 
 
-cdef extern from *:
-    void _prefetch "__builtin_prefetch" (const void* address) noexcept nogil
-
-
 cdef inline void pairmap_prefetch(const PairMap* m, pair_t key) noexcept nogil:
     """Start loading the slot where ``key`` is or would go: a caller with many
     keys to look up prefetches them all, then looks them up."""
     cdef int64_t i = <int64_t>(_mix(key) & <uint64_t>m.mask)
-    _prefetch(&m.values[i])
-    _prefetch(&m.keys[i])
+    prefetch(&m.values[i])
+    prefetch(&m.keys[i])
 
 
 cdef inline int32_t pairmap_get(const PairMap* m, pair_t key) noexcept nogil:

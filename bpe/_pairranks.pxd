@@ -15,13 +15,9 @@
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from libc.string cimport memset
 
-from bpe._memory cimport mem_alloc, mem_free
+from bpe._memory cimport mem_alloc, mem_free, prefetch
 from bpe._pairmap cimport PairMap, pairmap_free, pairmap_get, pairmap_init, pairmap_prefetch, pairmap_set
 from bpe._types cimport pack_pair, token_t
-
-
-cdef extern from *:
-    void _prefetch_rank "__builtin_prefetch" (const void* address) noexcept nogil
 
 
 cdef enum:
@@ -120,7 +116,7 @@ cdef inline void pairranks_prefetch(const PairRanks* t, token_t left, token_t ri
     if t.wide:
         pairmap_prefetch(&t.pairs, pack_pair(left, right))
     else:
-        _prefetch_rank(&t.slots[_home(t, _packed_key(left, right))])
+        prefetch(&t.slots[_home(t, _packed_key(left, right))])
 
 
 cdef inline int _grow(PairRanks* t) noexcept nogil:

@@ -49,7 +49,7 @@
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memset
 
-from bpe._memory cimport mem_alloc_huge, mem_free
+from bpe._memory cimport mem_alloc_huge, mem_free, prefetch
 
 
 cdef extern from *:
@@ -101,7 +101,6 @@ cdef extern from *:
     """
     bint LITTLE_ENDIAN "SHORTCACHE_LITTLE_ENDIAN"
     const uint64_t KEY_ROWS "SHORTCACHE_KEY_ROWS"[17][3]
-    void prefetch "__builtin_prefetch" (const void* address) noexcept nogil
     size_t copy_ids "shortcache_copy_ids" (uint32_t* out, const uint32_t* ids) noexcept nogil
     size_t count_ids "shortcache_count_ids" (const uint32_t* ids) noexcept nogil
     const uint32_t NO_ID "SHORTCACHE_NO_ID"

@@ -35,7 +35,7 @@ from libc.string cimport memcmp, memcpy
 import numpy as np
 
 from bpe._checks cimport check_offsets
-from bpe._memory cimport grow, mem_alloc, mem_free, next_capacity, resize_array
+from bpe._memory cimport grow, mem_alloc, mem_free, next_capacity, prefetch, resize_array
 from bpe._pairmap cimport PairMap, pairmap_free, pairmap_get, pairmap_init, pairmap_set
 from bpe._types cimport count_t, offset_t, pack_pair, pair_left, pair_right, pair_t, token_t
 
@@ -54,7 +54,6 @@ cdef extern from *:
     """
     # 1 in a BPE_CYTHON_DEBUG=1 build: the kernel then also checks its invariants.
     const int BPE_DEBUG_BUILD
-    void prefetch "__builtin_prefetch" (const void* address) noexcept nogil
 
 DEBUG_BUILD = bool(BPE_DEBUG_BUILD)
 _OVERFLOW_MESSAGE = ("a pair's count passed 2^63 - 1 (int64): pre-token counts this large cannot "
