@@ -43,6 +43,24 @@ from bpe._specials cimport Needles, needles_free, needles_point_at, needles_rest
 from bpe._types cimport offset_t, out_id_t, pack_pair, pair_left, pair_right, pair_t, token_t
 from bpe._utf8 cimport utf8_bound, write_utf8
 
+cdef extern from *:
+    """
+    #include <string.h>
+    /* a[i] = a[i + 1] for each i from `from` up to `to`, 16 bytes at a time:
+       a[to + 3] must be in the array. Closes the gap a merge leaves in a
+       short array of parts. (gcc makes the plain loop a call to memmove,
+       which for the few ids moved cost more than the merge around it.) */
+    static inline void bpe_close_gap(void *array, ptrdiff_t from, ptrdiff_t to) {
+        char *a = (char *)array;
+        char moved[16];
+        for (ptrdiff_t i = from; i < to; i += 4) {
+            memcpy(moved, a + 4 * (i + 1), 16);
+            memcpy(a + 4 * i, moved, 16);
+        }
+    }
+    """
+    void close_gap "bpe_close_gap" (void* array, Py_ssize_t start, Py_ssize_t end) noexcept nogil
+
 cdef extern from "Python.h":
     bint PyUnicode_IS_ASCII(object text)
     unsigned int PyUnicode_KIND(object text)
@@ -62,6 +80,7 @@ cdef enum:
     MISSES_TO_PREFETCH_TOKENS = 4    # a batch with this many short-cache misses: the next prefetches the short tokens too
     OUT_SLACK = INLINE_IDS           # ids a short-cache hit writes: its four lanes, copied at once
     PAIR_BATCH = 16                  # pairs of a token prefetched before they are entered
+    GAP_SLACK = 4                    # entries past a short array of parts that close_gap may touch
 
 cdef enum:                           # what _encode_piece's caller knows of the piece
     PIECE_ANY = 0                    # nothing: it may be a token, or in the general cache
@@ -486,8 +505,8 @@ cdef class EncodeKernel:
         lowest rank merges first, the leftmost among equals), found by scanning a
         small array of pair ranks instead of keeping a heap, whose upkeep costs
         more than the scan at these lengths."""
-        cdef token_t token[SHORT_PIECE]
-        cdef int32_t ranks[SHORT_PIECE]
+        cdef token_t token[SHORT_PIECE + GAP_SLACK]
+        cdef int32_t ranks[SHORT_PIECE + GAP_SLACK]
         cdef int64_t m = n, i, at
         cdef int32_t rank, best
         for i in range(n):
@@ -505,9 +524,8 @@ cdef class EncodeKernel:
             if at < 0:
                 break
             token[at] = self.merged_id[best]
-            for i in range(at + 1, m - 1):       # close the gap left by token[at + 1]
-                token[i] = token[i + 1]
-                ranks[i] = ranks[i + 1]
+            close_gap(token, at + 1, m - 1)      # the gap left by token[at + 1]
+            close_gap(ranks, at + 1, m - 1)
             m -= 1
             if at + 1 < m:
                 rank = self._rank(token[at], token[at + 1])
