@@ -35,7 +35,7 @@ from bpe._pairranks cimport (PairRanks, byte_pair_rank, pair_rank, pairranks_add
                              pairranks_free, pairranks_init, pairranks_prefetch)
 from bpe._scanner cimport FILL_SLACK, Scanner, check_pattern, scanner_fill, scanner_init
 from bpe._shortcache cimport (INLINE_IDS, SHORT_KEY_BYTES, BatchKey, ShortCache, ShortEntry, ShortKey,
-                              batch_key_hashed, copy_ids, count_ids, hash_words, pair_holding, short_key,
+                              batch_key_hashed, copy_ids, count_ids, pair_holding, short_key,
                               short_keys, shortcache_free, shortcache_holds, shortcache_home, shortcache_init,
                               shortcache_insert, shortcache_insert_run, shortcache_make_room, shortcache_run,
                               shortcache_slot, shortcache_spilled, run_start, write_run, SPILLED)
@@ -77,10 +77,11 @@ cdef enum:
     SHORT_CACHE_MAX_SLOTS = 1 << 20  # ... to 32 MiB; then half as many entries, then afresh
     WHOLE_SEGMENT = -1               # "pattern" id: no pre-tokenization
     SCAN_BATCH = 128                 # pre-tokens scanned before they are looked up
-    MISSES_TO_PREFETCH_TOKENS = 4    # a batch with this many short-cache misses: the next prefetches the short tokens too
     OUT_SLACK = INLINE_IDS           # ids a short-cache hit writes: its four lanes, copied at once
     PAIR_BATCH = 16                  # pairs of a token prefetched before they are entered
     GAP_SLACK = 4                    # entries past a short array of parts that close_gap may touch
+    MERGE_GROUP = 16                 # new short pre-tokens merged side by side (``_merge_new``)
+    GROUP_AFTER_MISSES = 2           # a batch after one with this many misses merges its new ones side by side
 
 cdef enum:                           # what _encode_piece's caller knows of the piece
     PIECE_ANY = 0                    # nothing: it may be a token, or in the general cache
@@ -115,6 +116,14 @@ cdef inline int bytes_reserve(Bytes* b, int64_t n) noexcept nogil:
     return reserve_fresh(<void**>&b.data, &b.capacity, n, 1, 4096)
 
 
+cdef struct Merging:
+    # One short pre-token being merged among others (``_merge_side_by_side``).
+    token_t token[SHORT_KEY_BYTES + GAP_SLACK]   # its parts
+    uint32_t ranks[SHORT_KEY_BYTES + GAP_SLACK]  # ranks[i]: of parts i and i + 1; above NO_RANK if they do not merge
+    int32_t m                        # parts left
+    int32_t at                       # the last merge's part, whose neighbours' ranks are on their way; -1: none
+
+
 cdef struct Scratch:
     Ids out              # the ids of the call
     Bytes text           # the call's non-ASCII str texts, as UTF-8
@@ -130,6 +139,7 @@ cdef struct Scratch:
     int64_t next_capacity
     int64_t prev_capacity
     int64_t heap_capacity
+    Py_ssize_t missed    # pre-tokens of the last batch in neither session cache: a cold session's sign
 
 
 # The short cache's first and largest sizes for sessions made from now on:
@@ -137,6 +147,9 @@ cdef struct Scratch:
 # small (``short_cache_sizes``) to see a cache grow and start afresh soon.
 cdef int64_t _short_cache_slots = SHORT_CACHE_SLOTS
 cdef int64_t _short_cache_max_slots = SHORT_CACHE_MAX_SLOTS
+# Misses in a batch after which the next merges its new pre-tokens side by side:
+# GROUP_AFTER_MISSES, unless a test forces that path always (0) or never.
+cdef Py_ssize_t _group_after_misses = GROUP_AFTER_MISSES
 
 
 def short_cache_sizes(first=None, largest=None):
@@ -154,6 +167,20 @@ def short_cache_sizes(first=None, largest=None):
     return before
 
 
+def group_after_misses(misses=None):
+    """How many misses in a batch make the next merge its new short pre-tokens
+    side by side (``EncodeKernel._merge_new``); given ``misses`` (an int: 0
+    for every batch, -1 for none), it is set, and the number before returned.
+    For tests, which force either path."""
+    global _group_after_misses
+    before = _group_after_misses
+    if misses is not None:
+        if not isinstance(misses, int) or misses < -1:
+            raise ValueError(f"misses must be an int >= -1, not {misses!r}")
+        _group_after_misses = misses
+    return before
+
+
 cdef int scratch_init(Scratch* s) noexcept nogil:
     s.out.data = NULL
     s.out.size = s.out.capacity = 0
@@ -167,6 +194,7 @@ cdef int scratch_init(Scratch* s) noexcept nogil:
     s.part_next = s.part_prev = NULL
     s.heap = NULL
     s.token_capacity = s.next_capacity = s.prev_capacity = s.heap_capacity = 0
+    s.missed = SCAN_BATCH               # a new session is cold: as if a whole batch had missed
     if shortcache_init(&s.short, _short_cache_slots, _short_cache_max_slots) < 0:
         return -1
     # The general cache holds only what the short one cannot (longer pre-tokens,
@@ -632,19 +660,44 @@ cdef class EncodeKernel:
         before = s.out.size
         if self._merge(s, piece, n, self.n_ranks, &s.out) < 0:
             return -1
-        count = s.out.size - before
-        if n <= CACHE_MAX_PIECE_BYTES and not (source == PIECE_NEW_SHORT and count <= INLINE_IDS):
-            if source == PIECE_NEW_SHORT:
-                h = hash_bytes(piece, n)
-            if s.cache.n_entries >= CACHE_MAX_ENTRIES:
-                bytestable_clear(&s.cache)
-                s.cached.size = 0
-            if ids_reserve(&s.cached, count) < 0:
-                return -1
-            memcpy(s.cached.data + s.cached.size, s.out.data + before, count * sizeof(out_id_t))
-            if bytestable_add_hashed(&s.cache, piece, n, h, (s.cached.size << 16) | count, False) < 0:
-                return -1
-            s.cached.size += count
+        if n <= CACHE_MAX_PIECE_BYTES and source != PIECE_NEW_SHORT:
+            # (A new short one is the caller's to remember: ``_remember_short``.)
+            return self._cache_general(s, piece, n, h, s.out.data + before, s.out.size - before)
+        return 0
+
+    cdef int _cache_general(self, Scratch* s, const uint8_t* piece, int64_t n, uint64_t h,
+                            const out_id_t* ids, int64_t count) noexcept nogil:
+        """Keep ``ids[:count]`` as the ids of ``piece`` (``h`` its FNV-1a hash) in the
+        session's general cache, started afresh at its budget. -1 when out of memory."""
+        if s.cache.n_entries >= CACHE_MAX_ENTRIES:
+            bytestable_clear(&s.cache)
+            s.cached.size = 0
+        if ids_reserve(&s.cached, count) < 0:
+            return -1
+        memcpy(s.cached.data + s.cached.size, ids, count * sizeof(out_id_t))
+        if bytestable_add_hashed(&s.cache, piece, n, h, (s.cached.size << 16) | count, False) < 0:
+            return -1
+        s.cached.size += count
+        return 0
+
+    cdef int _remember_short(self, Scratch* s, ShortEntry* entry, const ShortKey* key,
+                             const uint8_t* piece, int64_t n, const out_id_t* ids,
+                             int64_t count) noexcept nogil:
+        """Cache the ids of a short pre-token (``key`` its key, ``entry`` the empty
+        slot ``shortcache_slot`` gave for it): inline if at most INLINE_IDS, else
+        as a run, else in the general cache with a marker here (see
+        ``bpe/_shortcache.pxd``). -1 when out of memory."""
+        cdef int64_t start
+        if count <= INLINE_IDS:
+            shortcache_insert(&s.short, entry, key, ids, count)
+            return 0
+        start = run_start(ids, count)
+        if start >= 0:
+            shortcache_insert_run(&s.short, entry, key, ids, count, start)
+            return 0
+        if self._cache_general(s, piece, n, hash_bytes(piece, n), ids, count) < 0:
+            return -1
+        shortcache_insert(&s.short, entry, key, NULL, 0).key1 |= SPILLED
         return 0
 
     cdef inline int _encode_short(self, Scratch* s, const uint8_t* piece, int64_t n,
@@ -658,7 +711,7 @@ cdef class EncodeKernel:
         (the short tokens asked), -1 when out of memory."""
         cdef ShortEntry* entry
         cdef ShortEntry* token
-        cdef int64_t before, count, start
+        cdef int64_t before, count
         entry = shortcache_slot(&s.short, key)
         if shortcache_holds(entry):
             if shortcache_run(entry):
@@ -680,15 +733,8 @@ cdef class EncodeKernel:
             s.out.size += 1
         elif self._encode_piece(s, piece, n, PIECE_NEW_SHORT) < 0:
             return -1
-        count = s.out.size - before
-        if count <= INLINE_IDS:
-            shortcache_insert(&s.short, entry, key, s.out.data + before, count)
-            return 1
-        start = run_start(s.out.data + before, count)
-        if start >= 0:
-            shortcache_insert_run(&s.short, entry, key, s.out.data + before, count, start)
-        else:
-            shortcache_insert(&s.short, entry, key, NULL, 0).key1 |= SPILLED
+        if self._remember_short(s, entry, key, piece, n, s.out.data + before, s.out.size - before) < 0:
+            return -1
         return 1
 
     cdef int _encode_segment(self, Scratch* s, const uint8_t* data, int64_t n,
@@ -699,11 +745,12 @@ cdef class EncodeKernel:
         ends (a window's at once); their keys are made and their home slots
         in the short cache prefetched; then they are looked up. Each pass is a
         short loop with no branch on what the text says, and the lookups find
-        their cache lines on the way.
+        their cache lines on the way. While the session is cold (the batch
+        before missed GROUP_AFTER_MISSES or more), a pass between the last two
+        finds the batch's new pre-tokens and caches their ids (``_merge_new``).
         """
         cdef Py_ssize_t i = 0
-        cdef Py_ssize_t batch, k
-        cdef Py_ssize_t missed = 0       # in the batch before
+        cdef Py_ssize_t batch, new, missed
         cdef Scanner scanner
         cdef Py_ssize_t ends_from_start[1 + SCAN_BATCH + FILL_SLACK]
         cdef Py_ssize_t* ends = ends_from_start + 1       # ends[-1]: where the batch starts
@@ -721,16 +768,163 @@ cdef class EncodeKernel:
             # growing moves every entry, and the keys hold their home slots.
             shortcache_make_room(&s.short, batch)
             short_keys(keys, data, n, i, ends, batch, &s.short)
-            if missed >= MISSES_TO_PREFETCH_TOKENS:
-                # Cold: a miss asks the short tokens next, a random line of
-                # megabytes each time. Brought in now, they are on their way.
-                for k in range(batch):
-                    prefetch(shortcache_home(&self.short_tokens, hash_words(keys[k].word0, keys[k].word1)))
+            new = 0
+            if 0 <= _group_after_misses <= s.missed:
+                # Cold: most of the batch's misses can be found, and merged
+                # side by side, before it is looked up.
+                new = self._merge_new(s, data, ends, keys, batch)
+                if new < 0:
+                    return -1
             missed = self._encode_batch(s, data, ends, keys, batch)
             if missed < 0:
                 return -1
+            s.missed = new + missed
             i = ends[batch - 1]
         return 0
+
+    cdef Py_ssize_t _merge_new(self, Scratch* s, const uint8_t* data, const Py_ssize_t* ends,
+                               const BatchKey* keys, Py_ssize_t count) noexcept nogil:
+        """Cache the ids of the short pre-tokens of a batch (as ``_encode_batch``
+        takes it) that are in neither session cache, before ``_encode_batch``
+        looks them up: a token's from the short tokens, the others' merged
+        MERGE_GROUP at a time, side by side. Returns how many there were (a
+        pre-token twice in the batch may count twice), or -1 when out of memory.
+
+        Why: a cold call spends most of its time merging new pre-tokens, and a
+        merge mostly waits for the pair table (megabytes: L3, or memory) to
+        answer what its new part pairs with. One pre-token's next merge needs
+        that answer; another pre-token's does not, so several are merged in
+        turn while each one's answers are on their way."""
+        cdef Merging group[MERGE_GROUP]
+        cdef Py_ssize_t member[MERGE_GROUP]      # the key of each
+        cdef Py_ssize_t fresh[SCAN_BATCH + FILL_SLACK]   # the keys in neither session cache
+        cdef Py_ssize_t j, k, n_fresh = 0, n_group = 0
+        cdef int64_t n
+        cdef ShortKey key
+        cdef ShortEntry* entry
+        cdef ShortEntry* token
+        # First the session's cache, each miss's short token prefetched; then
+        # the short tokens, the lines on their way meanwhile.
+        for k in range(count):
+            # The hit first: a test of the length first, a third of pre-tokens
+            # single bytes at random, is a mispredicted branch for each.
+            if pair_holding(&keys[k]) != NULL:
+                continue
+            n = ends[k] - ends[k - 1]
+            if n < 2 or n > SHORT_KEY_BYTES:
+                continue
+            batch_key_hashed(&key, &keys[k])
+            if shortcache_holds(shortcache_slot(&s.short, &key)):
+                continue
+            prefetch(shortcache_home(&self.short_tokens, key.hash))
+            fresh[n_fresh] = k
+            n_fresh += 1
+        for j in range(n_fresh):
+            k = fresh[j]
+            batch_key_hashed(&key, &keys[k])
+            entry = shortcache_slot(&s.short, &key)
+            if shortcache_holds(entry):          # twice in the batch: cached the first time
+                continue
+            token = shortcache_slot(&self.short_tokens, &key)
+            if shortcache_holds(token):
+                shortcache_insert(&s.short, entry, &key, token.ids, 1)
+                continue
+            self._start_merging(&group[n_group], data + ends[k - 1], ends[k] - ends[k - 1])
+            member[n_group] = k
+            n_group += 1
+            if n_group == MERGE_GROUP:
+                if self._cache_merged(s, data, ends, keys, group, member, n_group) < 0:
+                    return -1
+                n_group = 0
+        if n_group > 0 and self._cache_merged(s, data, ends, keys, group, member, n_group) < 0:
+            return -1
+        return n_fresh
+
+    cdef inline void _start_merging(self, Merging* w, const uint8_t* piece, int64_t n) noexcept nogil:
+        """Set ``w`` to a pre-token of 2 to SHORT_KEY_BYTES bytes, split into bytes."""
+        cdef int64_t i
+        for i in range(n):
+            w.token[i] = self.byte_ids[piece[i]]
+        for i in range(n - 1):
+            # -1 (no merge) becomes the largest uint32: never below NO_RANK.
+            w.ranks[i] = <uint32_t>byte_pair_rank(&self.pairs, piece[i], piece[i + 1])
+        w.m = <int32_t>n
+        w.at = -1
+
+    cdef int _cache_merged(self, Scratch* s, const uint8_t* data, const Py_ssize_t* ends,
+                           const BatchKey* keys, Merging* group, const Py_ssize_t* member,
+                           Py_ssize_t count) noexcept nogil:
+        """Merge ``group[:count]`` side by side, then cache each one's ids (the
+        pre-token of key ``member[g]``). -1 when out of memory."""
+        cdef Py_ssize_t g, k
+        cdef ShortKey key
+        cdef ShortEntry* entry
+        self._merge_side_by_side(group, count)
+        for g in range(count):
+            k = member[g]
+            batch_key_hashed(&key, &keys[k])
+            entry = shortcache_slot(&s.short, &key)
+            if shortcache_holds(entry):         # it was in the group twice
+                continue
+            if self._remember_short(s, entry, &key, data + ends[k - 1], ends[k] - ends[k - 1],
+                                    <const out_id_t*>group[g].token, group[g].m) < 0:
+                return -1
+        return 0
+
+    cdef void _merge_side_by_side(self, Merging* group, Py_ssize_t count) noexcept nogil:
+        """Merge each of ``group[:count]`` to the end, one merge of each in turn."""
+        cdef Py_ssize_t live[MERGE_GROUP]        # those that may merge again
+        cdef Py_ssize_t j, n_live = 0
+        for j in range(count):
+            live[n_live] = j
+            n_live += group[j].m > 1
+        while n_live > 0:
+            j = 0
+            while j < n_live:
+                if self._merge_step(&group[live[j]]):
+                    j += 1
+                else:
+                    n_live -= 1
+                    live[j] = live[n_live]
+
+    cdef inline void _prefetch_merged(self, uint32_t rank) noexcept nogil:
+        """Start loading the id that ``rank`` makes (``merged_id``: 200 KB for
+        gpt2, mostly out of L1 and L2 in a cold call), if it is one."""
+        prefetch(&self.merged_id[rank if rank < <uint32_t>self.n_ranks else 0])
+
+    cdef inline bint _merge_step(self, Merging* w) noexcept nogil:
+        """One merge of ``w`` by ``_merge_short``'s rule, the ranks its last merge
+        asked for read first; the two it asks for now are prefetched. False
+        when it has no merge left."""
+        cdef int32_t at = w.at
+        cdef int32_t m = w.m
+        cdef uint32_t best = NO_RANK
+        cdef int32_t i
+        if at >= 0:
+            if at + 1 < m:
+                w.ranks[at] = <uint32_t>self._rank(w.token[at], w.token[at + 1])
+                self._prefetch_merged(w.ranks[at])
+            if at > 0:
+                w.ranks[at - 1] = <uint32_t>self._rank(w.token[at - 1], w.token[at])
+                self._prefetch_merged(w.ranks[at - 1])
+        at = -1
+        for i in range(m - 1):
+            if w.ranks[i] < best:            # strictly lower: the leftmost wins ties
+                best = w.ranks[i]
+                at = i
+        if at < 0:
+            return False
+        w.token[at] = self.merged_id[best]
+        close_gap(w.token, at + 1, m - 1)    # the gap left by token[at + 1]
+        close_gap(w.ranks, at + 1, m - 1)
+        m -= 1
+        w.m = m
+        w.at = at
+        if at + 1 < m:
+            pairranks_prefetch(&self.pairs, w.token[at], w.token[at + 1])
+        if at > 0:
+            pairranks_prefetch(&self.pairs, w.token[at - 1], w.token[at])
+        return m > 1
 
     cdef Py_ssize_t _encode_batch(self, Scratch* s, const uint8_t* data, const Py_ssize_t* ends,
                                   const BatchKey* keys, Py_ssize_t count) noexcept nogil:

@@ -5,7 +5,7 @@ import random
 import pytest
 
 import bpe
-from bpe._encode import short_cache_sizes
+from bpe._encode import group_after_misses, short_cache_sizes
 
 SHAKESPEARE = os.path.join(os.path.dirname(bpe.__file__), "data", "tinyshakespeare.txt")
 
@@ -38,6 +38,27 @@ def small_short_caches(first: int, largest: int):
         yield
     finally:
         short_cache_sizes(*before)
+
+
+@contextlib.contextmanager
+def misses_merged(when: str):
+    """Meanwhile the kernel merges the short pre-tokens that miss its caches
+    side by side before each batch ("batched": every batch), or one by one
+    as each batch meets them ("one by one": never batched). By default a
+    batch after one with a few misses is batched, so a call's first batches
+    are, and a warm call's are not."""
+    before = group_after_misses({"batched": 0, "one by one": -1}[when])
+    try:
+        yield
+    finally:
+        group_after_misses(before)
+
+
+@pytest.fixture(params=["batched", "one by one"])
+def miss_path(request):
+    """Each test that takes it runs with either way of merging misses forced."""
+    with misses_merged(request.param):
+        yield request.param
 
 
 @pytest.fixture

@@ -9,10 +9,10 @@ from hypothesis import given, settings
 import bpe
 import bpe.encoder
 from bpe import pure
-from bpe._encode import short_cache_sizes
+from bpe._encode import group_after_misses, short_cache_sizes
 from bpe.formats import flatten
 
-from conftest import SHAKESPEARE, random_corpus, small_short_caches
+from conftest import SHAKESPEARE, misses_merged, random_corpus, small_short_caches
 from test_native_pretok import PIECES
 from tiktoken_reference import get_encoding
 
@@ -457,21 +457,63 @@ def test_short_and_long_pieces_merge_by_the_same_rule(piece):
     assert tok.encode_piece(piece * 3) == [tok.token_id(p) for p in pure.encode_piece(piece * 3, ranks)]
 
 
+@pytest.mark.parametrize("when", ["batched", "one by one"])
 @settings(max_examples=200, deadline=None)
 @given(words=st.lists(st.text(alphabet="abcXYZ019!?.é'", min_size=1, max_size=20), min_size=1, max_size=30))
-def test_short_pieces_from_the_cache_equal_fresh_ones(pair, words):
+def test_short_pieces_from_the_cache_equal_fresh_ones(pair, when, words):
     # Pre-tokens of up to 15 bytes and 4 ids are cached with their ids inline, the
     # others in the general cache: each word twice in one call (a miss, then a
     # hit), then the whole text again in a second call (all hits).
     tok, reference = pair
     text = " ".join(words + words)
     expected = reference.encode_ordinary(text)
+    with misses_merged(when):
+        tok.clear_cache()
+        assert tok.encode_ordinary(text) == expected
+        assert tok.encode_ordinary(text) == expected
+
+
+@settings(max_examples=150, deadline=None)
+@given(words=st.lists(st.text(alphabet="abcqxzXYZ019!?.é' \t\n", min_size=1, max_size=18),
+                      min_size=1, max_size=200))
+def test_misses_merged_side_by_side_equal_misses_merged_one_by_one(pair, words):
+    # A cold batch's new short pre-tokens are merged up to 16 at a time, side
+    # by side, and cached before the batch is looked up; the same text with
+    # every miss merged as it comes must give the same ids, and tiktoken's.
+    # Words repeat (a pre-token twice in one group), and there are tokens,
+    # pre-tokens of more than four ids, runs of spaces, and more new ones in
+    # a batch than a group holds.
+    tok, reference = pair
+    text = " ".join(words + words[::3])
+    expected = reference.encode_ordinary(text)
+    for when in ("batched", "one by one"):
+        with misses_merged(when):
+            tok.clear_cache()
+            assert tok.encode_ordinary(text) == expected, when
+            assert tok.encode_ordinary(text) == expected, when
+
+
+def test_a_batch_of_new_pre_tokens_fills_several_groups(pair, miss_path):
+    # A batch of 128 pre-tokens, nearly all new: groups of 16 are merged one
+    # after another, the last one short; each word again later, from the cache.
+    tok, reference = pair
+    rng = np.random.default_rng(17)
+    words = [" " + "".join(rng.choice(list("bcdfghjklmnpqrstvwxz"), size=int(rng.integers(2, 15))))
+             for _ in range(1000)]
+    text = "".join(words) + "".join(words[::-1])
     tok.clear_cache()
-    assert tok.encode_ordinary(text) == expected
-    assert tok.encode_ordinary(text) == expected
+    assert tok.encode_ordinary(text) == reference.encode_ordinary(text)
 
 
-def test_pre_tokens_of_every_length_around_the_short_keys_limit(pair):
+def test_the_miss_path_hook_names_a_bad_setting():
+    before = group_after_misses()
+    for bad in (-2, 1.5, "0"):
+        with pytest.raises(ValueError, match="misses must be an int"):
+            group_after_misses(bad)
+    assert group_after_misses() == before
+
+
+def test_pre_tokens_of_every_length_around_the_short_keys_limit(pair, miss_path):
     # Keys of up to 15 bytes go to the short cache (the length in the key), 16
     # and more to the general path. Each length is seen as a miss then a hit in
     # one call, hits again in the next; inside a long text (keys loaded 16 bytes
@@ -489,7 +531,7 @@ def test_pre_tokens_of_every_length_around_the_short_keys_limit(pair):
     assert tok.encode_batch(words) == [reference.encode_ordinary(word) for word in words]
 
 
-def test_short_pre_tokens_of_one_to_six_ids_from_the_cache(pair):
+def test_short_pre_tokens_of_one_to_six_ids_from_the_cache(pair, miss_path):
     # An entry holds up to four ids, the lanes after them marked as no id; five
     # and more go to the general cache. Pre-tokens of each count from 1 to 6,
     # a miss then a hit in one call, then all hits in the next.
@@ -508,7 +550,7 @@ def test_short_pre_tokens_of_one_to_six_ids_from_the_cache(pair):
     assert tok.encode_ordinary(text) == reference.encode_ordinary(text)
 
 
-def test_short_pre_tokens_whose_ids_end_in_a_run_from_the_cache(pair):
+def test_short_pre_tokens_whose_ids_end_in_a_run_from_the_cache(pair, miss_path):
     # gpt2 has no token for two spaces: an indent is a newline and one id per
     # space, kept in the short cache as a run (up to two ids, then one id
     # repeated). Every prefix and run length around the entry's four lanes and
@@ -528,7 +570,7 @@ def test_short_pre_tokens_whose_ids_end_in_a_run_from_the_cache(pair):
         [reference.encode_ordinary(t) for t in (text, text[::-1], text)]
 
 
-def test_short_pre_tokens_of_five_ids_outlive_either_cache_starting_afresh():
+def test_short_pre_tokens_of_five_ids_outlive_either_cache_starting_afresh(miss_path):
     # A short pre-token of more than four ids leaves a marker in the short cache
     # and its ids in the general one. Each cache starts afresh at its budget on
     # its own (2^18 general entries; here 2^11 short ones, the short cache made
@@ -579,7 +621,7 @@ def test_the_short_cache_grows_past_its_first_budget(pair):
     assert tok.encode_ordinary(text[: len(text) // 3]) == reference.encode_ordinary(text[: len(text) // 3])
 
 
-def test_the_short_cache_grows_then_starts_afresh(pair):
+def test_the_short_cache_grows_then_starts_afresh(pair, miss_path):
     # Made small, the short cache doubles again and again within one text
     # (between batches of pre-tokens, one batch's misses filling it further),
     # then starts afresh at its largest size, again and again, in that call
@@ -603,7 +645,7 @@ def test_the_short_cache_grows_then_starts_afresh(pair):
         short_cache_sizes(16, 1000)
 
 
-def test_the_kernel_finds_ranked_tokens_by_sparse_ids_too():
+def test_the_kernel_finds_ranked_tokens_by_sparse_ids_too(miss_path):
     # Building a kernel finds each ranked token by its id: through a lookup table
     # when ids are dense (every tokenizer's), else by a search. Both must agree.
     from bpe.encoder import Encoder
@@ -638,7 +680,7 @@ def test_pairs_past_the_expected_number_grow_the_table():
         assert tok.encode_piece(piece) == [tok.token_id(part) for part in pure.encode_piece(piece, ranks)]
 
 
-def test_short_cache_hits_fill_an_output_of_exactly_the_bound():
+def test_short_cache_hits_fill_an_output_of_exactly_the_bound(miss_path):
     # A hit stores its four lanes at once when the output has room past them,
     # and only its ids where it has not: an output given as exactly one id per
     # byte, filled by one-id-per-byte pre-tokens to its end, the last of 1 to
