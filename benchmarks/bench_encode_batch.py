@@ -26,7 +26,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import bpe
-from bpe.tokenizer import batches
+from bpe.tokenizer import batch_chars, batches
 
 sys.path.insert(0, os.path.dirname(__file__))
 from _measure import read_sample  # noqa: E402
@@ -54,7 +54,7 @@ def main() -> None:
         tok = bpe.load(name)
         assert tok.encode_batch(documents, num_threads=2) == tok.encode_batch(documents, num_threads=1)
         encoding, allowed = tok.encoder, sorted(tok.special_tokens)
-        groups = batches(documents)
+        groups = batches(documents, batch_chars(sum(map(len, documents)), 2))   # as encode_batch's
         runs = {"batch": lambda threads: tok.encode_batch(documents, num_threads=threads),
                 "kernel": lambda threads: kernel_only(encoding, allowed, groups, threads)}
         best = {(run, threads): float("inf") for run in runs for threads in (1, 2)}

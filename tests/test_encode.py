@@ -162,6 +162,29 @@ def test_batch_threads_and_pickle():
     assert clone == tok and clone.encode(texts[0]) == tok.encode(texts[0])
 
 
+def test_batches_grow_with_the_input_and_keep_texts_whole(monkeypatch):
+    # encode_batch's batches are as large as leave each thread eight, within
+    # BATCH_CHARS..MAX_BATCH_CHARS; a text is never split, and the lists come
+    # back in order however the texts were grouped.
+    from bpe.tokenizer import BATCH_CHARS, MAX_BATCH_CHARS, batch_chars, batches
+
+    assert batch_chars(1000, 2) == BATCH_CHARS
+    assert batch_chars(16 * BATCH_CHARS * 3, 2) == 3 * BATCH_CHARS
+    assert batch_chars(10 ** 9, 2) == MAX_BATCH_CHARS
+    texts = [random_corpus(seed, n_words=int(seed % 7) * 40) for seed in range(60)]
+    for chars in (1, 500, 10 ** 9):
+        groups = batches(texts, chars)
+        assert [text for group in groups for text in group] == texts
+        assert all(sum(map(len, group)) >= chars for group in groups[:-1])
+        assert all(sum(map(len, group[:-1])) < chars for group in groups)
+    tok = bpe.load("gpt2")
+    expected = [tok.encode(t) for t in texts]
+    for smallest in (1, 500, 10 ** 9):         # one text per batch, a few, all in one
+        monkeypatch.setattr(bpe.tokenizer, "BATCH_CHARS", smallest)
+        monkeypatch.setattr(bpe.tokenizer, "MAX_BATCH_CHARS", smallest)
+        assert tok.encode_batch(texts, num_threads=2) == expected
+
+
 def test_ranks_give_back_merges():
     # cl100k ships ranks only: the derived merges rebuild every token in order.
     tok = bpe.load("cl100k_base")
