@@ -85,7 +85,7 @@ cdef enum:
 
 cdef enum:                           # what _encode_piece's caller knows of the piece
     PIECE_ANY = 0                    # nothing: it may be a token, or in the general cache
-    PIECE_NEW_SHORT = 1              # short, no token, not seen since the short cache cleared
+    PIECE_NEW_SHORT = 1              # short, no token, not seen since the short cache cleared (the caller caches it)
     PIECE_SPILLED = 2                # short, no token, ids in the general cache (unless it cleared)
 
 
@@ -625,8 +625,9 @@ cdef class EncodeKernel:
     cdef int _encode_piece(self, Scratch* s, const uint8_t* piece, int64_t n,
                            int source) noexcept nogil:
         """Append the ids of one pre-token to ``s.out``: a token's id, the general
-        cache's ids, or merged ones, which it then caches. ``source`` says what
-        the caller knows (see PIECE_ANY and the others). -1 when out of memory."""
+        cache's ids, or merged ones, which it then caches (a PIECE_NEW_SHORT's
+        are its caller's to cache). ``source`` says what the caller knows (see
+        PIECE_ANY and the others). -1 when out of memory."""
         cdef int64_t entry, value, offset, count, before
         cdef uint64_t h = 0
         if n == 0:
