@@ -70,7 +70,6 @@ cdef extern from "Python.h":
 cdef enum:
     MAX_TOKEN_ID = 0x7FFFFFFE           # ids are token_t (int32) inside the kernel
     SHORT_PIECE = 32                    # pre-tokens up to this long merge without a heap
-    NO_RANK = 0x7FFFFFFF                # a pair that does not merge
     CACHE_MAX_PIECE_BYTES = 256      # longer pre-tokens are rare; not worth caching
     CACHE_MAX_ENTRIES = 1 << 18      # then the cache starts afresh: memory stays bounded
     SHORT_CACHE_SLOTS = 1 << 18      # 8 MiB to start with; half as many entries, then it grows ...
@@ -117,9 +116,10 @@ cdef inline int bytes_reserve(Bytes* b, int64_t n) noexcept nogil:
 
 
 cdef struct Merging:
-    # One short pre-token being merged among others (``_merge_side_by_side``).
-    token_t token[SHORT_KEY_BYTES + GAP_SLACK]   # its parts
-    uint32_t ranks[SHORT_KEY_BYTES + GAP_SLACK]  # ranks[i]: of parts i and i + 1; above NO_RANK if they do not merge
+    # A pre-token of up to SHORT_PIECE bytes being merged (``_merge_step``),
+    # alone or among others (``_merge_side_by_side``).
+    token_t token[SHORT_PIECE + GAP_SLACK]   # its parts
+    uint32_t ranks[SHORT_PIECE + GAP_SLACK]  # ranks[i]: of parts i and i + 1; -1 (the largest) if they do not merge
     int32_t m                        # parts left
     int32_t at                       # the last merge's part, whose neighbours' ranks are on their way; -1: none
 
@@ -531,41 +531,18 @@ cdef class EncodeKernel:
                           Ids* out) noexcept nogil:
         """``_merge`` for a pre-token of at most SHORT_PIECE bytes: the same rule (the
         lowest rank merges first, the leftmost among equals), found by scanning a
-        small array of pair ranks instead of keeping a heap, whose upkeep costs
-        more than the scan at these lengths."""
-        cdef token_t token[SHORT_PIECE + GAP_SLACK]
-        cdef int32_t ranks[SHORT_PIECE + GAP_SLACK]
-        cdef int64_t m = n, i, at
-        cdef int32_t rank, best
-        for i in range(n):
-            token[i] = self.byte_ids[piece[i]]
-        for i in range(n - 1):
-            rank = byte_pair_rank(&self.pairs, piece[i], piece[i + 1])
-            ranks[i] = rank if 0 <= rank < max_rank else NO_RANK
-        while m > 1:
-            best = NO_RANK
-            at = -1
-            for i in range(m - 1):
-                if ranks[i] < best:          # strictly lower: the leftmost wins ties
-                    best = ranks[i]
-                    at = i
-            if at < 0:
-                break
-            token[at] = self.merged_id[best]
-            close_gap(token, at + 1, m - 1)      # the gap left by token[at + 1]
-            close_gap(ranks, at + 1, m - 1)
-            m -= 1
-            if at + 1 < m:
-                rank = self._rank(token[at], token[at + 1])
-                ranks[at] = rank if 0 <= rank < max_rank else NO_RANK
-            if at > 0:
-                rank = self._rank(token[at - 1], token[at])
-                ranks[at - 1] = rank if 0 <= rank < max_rank else NO_RANK
-        if ids_reserve(out, m) < 0:
+        small array of pair ranks (``_merge_step``) instead of keeping a heap,
+        whose upkeep costs more than the scan at these lengths."""
+        cdef Merging w
+        cdef int32_t i
+        self._start_merging(&w, piece, n)
+        while self._merge_step(&w, max_rank):
+            pass
+        if ids_reserve(out, w.m) < 0:
             return -1
-        for i in range(m):
-            out.data[out.size + i] = <out_id_t>token[i]
-        out.size += m
+        for i in range(w.m):
+            out.data[out.size + i] = <out_id_t>w.token[i]
+        out.size += w.m
         return 0
 
     cdef int _merge(self, Scratch* s, const uint8_t* piece, int64_t n, int32_t max_rank,
@@ -842,12 +819,12 @@ cdef class EncodeKernel:
         return n_fresh
 
     cdef inline void _start_merging(self, Merging* w, const uint8_t* piece, int64_t n) noexcept nogil:
-        """Set ``w`` to a pre-token of 2 to SHORT_KEY_BYTES bytes, split into bytes."""
+        """Set ``w`` to a pre-token of 1 to SHORT_PIECE bytes, split into bytes."""
         cdef int64_t i
         for i in range(n):
             w.token[i] = self.byte_ids[piece[i]]
         for i in range(n - 1):
-            # -1 (no merge) becomes the largest uint32: never below NO_RANK.
+            # -1 (no merge) becomes the largest uint32: never below a max_rank.
             w.ranks[i] = <uint32_t>byte_pair_rank(&self.pairs, piece[i], piece[i + 1])
         w.m = <int32_t>n
         w.at = -1
@@ -882,7 +859,7 @@ cdef class EncodeKernel:
         while n_live > 0:
             j = 0
             while j < n_live:
-                if self._merge_step(&group[live[j]]):
+                if self._merge_step(&group[live[j]], self.n_ranks):
                     j += 1
                 else:
                     n_live -= 1
@@ -893,13 +870,15 @@ cdef class EncodeKernel:
         gpt2, mostly out of L1 and L2 in a cold call), if it is one."""
         prefetch(&self.merged_id[rank if rank < <uint32_t>self.n_ranks else 0])
 
-    cdef inline bint _merge_step(self, Merging* w) noexcept nogil:
-        """One merge of ``w`` by ``_merge_short``'s rule, the ranks its last merge
-        asked for read first; the two it asks for now are prefetched. False
-        when it has no merge left."""
+    cdef inline bint _merge_step(self, Merging* w, int32_t max_rank) noexcept nogil:
+        """One merge of ``w``, by pairs of rank below ``max_rank``: the lowest rank
+        first, the leftmost among equals. The ranks its last merge asked for are
+        read first; the two it asks for now are prefetched, so that a caller
+        merging several side by side finds them there. False when it has no
+        merge left."""
         cdef int32_t at = w.at
         cdef int32_t m = w.m
-        cdef uint32_t best = NO_RANK
+        cdef uint32_t best = <uint32_t>max_rank
         cdef int32_t i
         if at >= 0:
             if at + 1 < m:
