@@ -29,7 +29,7 @@ from bpe._bytestable cimport (FNV_OFFSET, FNV_PRIME, BytesTable, bytestable_add,
                               bytestable_clear, bytestable_find, bytestable_free, bytestable_init_sized,
                               bytestable_slot, hash_bytes, slot_entry)
 from bpe._checks cimport check_ids, check_offsets
-from bpe._lists cimport ids_list
+from bpe._lists cimport PrebuiltInts, ids_list
 from bpe._memory cimport grow, mem_alloc, mem_free, prefetch, reserve_fresh
 from bpe._pairranks cimport (PairRanks, byte_pair_rank, pair_rank, pairranks_add, pairranks_fill_bytes,
                              pairranks_free, pairranks_init, pairranks_prefetch)
@@ -1137,9 +1137,9 @@ cdef class EncodeKernel:
             mem_free(lengths)
 
     def encode_str_to_list(self, Session session, object text, int pattern, tuple needles,
-                           const out_id_t[::1] needle_ids, tuple id_objects):
-        """``encode_strs`` of one str, as a list of the prebuilt ints ``id_objects``
-        (``id_objects[i]`` for id i): what ``Tokenizer.encode`` returns, in one call.
+                           const out_id_t[::1] needle_ids, PrebuiltInts ints):
+        """``encode_strs`` of one str, as a list of the prebuilt ``ints``
+        (``ints.objects[i]`` for id i): what ``Tokenizer.encode`` returns, in one call.
 
         For a document of a few KB, the general path's arrays, views and calls
         (an id array, offsets, the list built from them: 15 us a call) cost
@@ -1163,7 +1163,7 @@ cdef class EncodeKernel:
             if reserved < 0:
                 raise MemoryError()
             self._encode_checked(scratch, 1, &start, &length, pattern, needles, needle_ids, id_offsets)
-            return ids_list(scratch.out.data, scratch.out.size, id_objects)
+            return ids_list(scratch.out.data, scratch.out.size, ints)
         finally:
             release_output(scratch)
 

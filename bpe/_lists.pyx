@@ -2,9 +2,10 @@
 
 Why a module of its own: this is the one place that manages reference counts
 and garbage-collector tracking by hand, and the reasoning for it (below, in
-``ids_to_lists``) belongs beside the code.
+``PrebuiltInts`` and ``ids_to_lists``) belongs beside the code.
 """
 from cpython.list cimport PyList_New, PyList_SET_ITEM
+from cpython.long cimport PyLong_FromSsize_t
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_INCREF
 from cpython.sequence cimport PySequence_Fast_ITEMS
@@ -26,21 +27,81 @@ cdef extern from "Python.h":
     void PyObject_GC_UnTrack(void* o)
     void incref "Py_INCREF" (PyObject* o)
 
+cdef extern from *:
+    """
+    /* Where a reference count is a plain count, decremented to zero to free:
+       CPython before 3.12, with the GIL. 3.12 made some objects immortal in
+       its own way (a count Py_INCREF leaves alone), and free-threaded builds
+       split the count in two; there every reference is counted. */
+    #if PY_VERSION_HEX < 0x030C0000 && !defined(Py_GIL_DISABLED)
+    #define BPE_PLAIN_REFCOUNT 1
+    #else
+    #define BPE_PLAIN_REFCOUNT 0
+    #endif
+    """
+    bint PLAIN_REFCOUNT "BPE_PLAIN_REFCOUNT"
 
-def ids_to_list(const out_id_t[::1] ids, tuple id_objects):
-    """``ids`` as a list of Python ints, the prebuilt ``id_objects[i]`` for id i."""
-    return ids_to_lists(ids, np.array([0, ids.shape[0]], dtype=np.int64), id_objects)[0]
+# The count an immortal prebuilt int starts from: references taken without
+# counting each bring it one closer to zero when they go, and no process lives
+# to let go of 2^61 of them (a billion a second for 70 years).
+cdef Py_ssize_t IMMORTAL_COUNT = (<Py_ssize_t>1) << 62
+cdef tuple shared_immortals = ()      # every immortal int made so far, by value
 
 
-cdef list ids_list(const out_id_t* ids, Py_ssize_t n, tuple id_objects):
+cdef class PrebuiltInts:
+    """The Python ints 0 .. n-1 that lists of ids are built from, one object per id.
+
+    Lists hold references to these instead of new ints. Where reference counts
+    are plain counts (``PLAIN_REFCOUNT``), the ints are immortal: each starts
+    with a count of ``IMMORTAL_COUNT``, and a list takes its references without
+    counting them. Counting them was most of the cost of building lists: a
+    cache miss per id, or a pass counting each distinct id's uses and an
+    update per distinct id under the GIL (see ``ids_to_lists``). Immortal ints
+    are made once per process and shared by every tokenizer (they cannot be
+    freed): the largest vocabulary's worth, 32 bytes an id. Elsewhere, and
+    with ``immortal=False`` (what tests use to force that path), the ints are
+    ordinary and every reference is counted.
+    """
+
+    def __cinit__(self, Py_ssize_t n, bint immortal=True):
+        global shared_immortals
+        cdef Py_ssize_t k, have = len(shared_immortals)
+        cdef object one
+        if n < 0:
+            raise ValueError(f"{n} ints asked for")
+        self.immortal = immortal and PLAIN_REFCOUNT
+        if not self.immortal:
+            self.objects = tuple(range(n))
+            return
+        if n > have:
+            made = []
+            for k in range(have, n):
+                one = PyLong_FromSsize_t(k)
+                # Small ints are CPython's own, shared: they too only ever gain
+                # references that outlive the count taken here.
+                Py_SET_REFCNT(<PyObject*>one, Py_REFCNT(<PyObject*>one) + IMMORTAL_COUNT)
+                made.append(one)
+            shared_immortals = shared_immortals + tuple(made)
+        self.objects = shared_immortals[:n]
+
+    def __len__(self):
+        return len(self.objects)
+
+
+def ids_to_list(const out_id_t[::1] ids, PrebuiltInts ints):
+    """``ids`` as a list of Python ints, the prebuilt ``ints.objects[i]`` for id i."""
+    return ids_to_lists(ids, np.array([0, ids.shape[0]], dtype=np.int64), ints)[0]
+
+
+cdef list ids_list(const out_id_t* ids, Py_ssize_t n, PrebuiltInts ints):
     """``ids[:n]`` as a list of the prebuilt ints, under the GIL: for the ids of one
     document, which ``EncodeKernel.encode_str_to_list`` builds in the call that
-    encodes it. A reference per id, one after another: for a few thousand ids
-    the count per distinct id of ``ids_to_lists`` (and its vocabulary-sized
-    array) costs more than it saves. Untracked by the garbage collector, as
-    there (see why below)."""
-    cdef Py_ssize_t n_objects = len(id_objects)
-    cdef PyObject** objects = PySequence_Fast_ITEMS(id_objects)
+    encodes it. Counted ints get a reference per id, one after another: for a
+    few thousand ids the count per distinct id of ``ids_to_lists`` (and its
+    vocabulary-sized array) costs more than it saves. Untracked by the garbage
+    collector, as there (see why below)."""
+    cdef Py_ssize_t n_objects = len(ints.objects)
+    cdef PyObject** objects = PySequence_Fast_ITEMS(ints.objects)
     cdef PyObject** items
     cdef PyObject* obj
     cdef Py_ssize_t k
@@ -51,21 +112,27 @@ cdef list ids_list(const out_id_t* ids, Py_ssize_t n, tuple id_objects):
     PyObject_GC_UnTrack(<PyObject*>result)
     items = PySequence_Fast_ITEMS(result)
     # Nothing fails from here on: each slot gets its reference.
-    for k in range(n):
-        obj = objects[ids[k]]
-        incref(obj)
-        items[k] = obj
+    if ints.immortal:
+        for k in range(n):
+            items[k] = objects[ids[k]]
+    else:
+        for k in range(n):
+            obj = objects[ids[k]]
+            incref(obj)
+            items[k] = obj
     return result
 
 
-def ids_to_lists(const out_id_t[::1] ids, const offset_t[::1] offsets, tuple id_objects):
+def ids_to_lists(const out_id_t[::1] ids, const offset_t[::1] offsets, PrebuiltInts ints):
     """``[ids[offsets[t]:offsets[t + 1]] as a list for each t]``, from prebuilt ints.
 
     Building lists is what makes ``encode`` slower than ``encode_to_numpy``, and
-    it needs the GIL, which threads encoding at once queue for. Taking a
-    reference per id touched each int object: a cache miss per id (~8.5 ns).
-    So each distinct id's references are added in one step, under the GIL, and
-    the pointers are written without it, into lists no other code can see yet.
+    it needs the GIL, which threads encoding at once queue for. So the
+    pointers are written without it, into lists no other code can see yet.
+    Immortal ints (``PrebuiltInts``) need nothing else. For counted ones,
+    taking a reference per id touched each int object: a cache miss per id
+    (~8.5 ns). So each distinct id's references are added in one step, under
+    the GIL, after a pass that counts them without it.
 
     The lists stay untracked by the cyclic garbage collector: a list of ints
     cannot be part of a reference cycle (CPython untracks tuples and dicts of
@@ -77,11 +144,12 @@ def ids_to_lists(const out_id_t[::1] ids, const offset_t[::1] offsets, tuple id_
     """
     cdef Py_ssize_t n = ids.shape[0]
     cdef Py_ssize_t n_lists = offsets.shape[0] - 1
-    cdef Py_ssize_t n_objects = len(id_objects)
+    cdef Py_ssize_t n_objects = len(ints.objects)
     cdef Py_ssize_t t, k, n_distinct = 0
+    cdef bint counted = not ints.immortal
     cdef out_id_t token_id
     cdef int64_t bad = -1
-    cdef PyObject** objects = PySequence_Fast_ITEMS(id_objects)
+    cdef PyObject** objects = PySequence_Fast_ITEMS(ints.objects)
     cdef int64_t* uses = NULL
     cdef out_id_t* distinct = NULL
     cdef PyObject*** items = NULL      # each list's item array
@@ -89,16 +157,19 @@ def ids_to_lists(const out_id_t[::1] ids, const offset_t[::1] offsets, tuple id_
     check_offsets(offsets, -1, n, "id offsets")
     try:
         with nogil:
-            # A count per id of the vocabulary, zeroed where it will be read: all
-            # of it for many ids, else only the ids' own (zeroing a vocabulary's
-            # worth per call, 1.6 MB for o200k, was a quarter of encode(doc)'s
-            # time on documents of a few KB).
-            uses = <int64_t*>mem_alloc((n_objects + 1) * sizeof(int64_t))
-            distinct = <out_id_t*>mem_alloc((min(n, n_objects) + 1) * sizeof(out_id_t))
             items = <PyObject***>mem_alloc((n_lists + 1) * sizeof(PyObject**))
-            if uses == NULL or distinct == NULL or items == NULL:
+            if counted:
+                # A count per id of the vocabulary, zeroed where it will be read: all
+                # of it for many ids, else only the ids' own (zeroing a vocabulary's
+                # worth per call, 1.6 MB for o200k, was a quarter of encode(doc)'s
+                # time on documents of a few KB).
+                uses = <int64_t*>mem_alloc((n_objects + 1) * sizeof(int64_t))
+                distinct = <out_id_t*>mem_alloc((min(n, n_objects) + 1) * sizeof(out_id_t))
+            if items == NULL or (counted and (uses == NULL or distinct == NULL)):
                 n = 0
                 bad = -2
+            elif not counted:
+                pass
             elif n >= n_objects // ZERO_ALL_PER_ID:
                 memset(uses, 0, (n_objects + 1) * sizeof(int64_t))
             else:
@@ -110,10 +181,11 @@ def ids_to_lists(const out_id_t[::1] ids, const offset_t[::1] offsets, tuple id_
                 if token_id >= n_objects:
                     bad = token_id
                     break
-                if uses[token_id] == 0:
-                    distinct[n_distinct] = token_id
-                    n_distinct += 1
-                uses[token_id] += 1
+                if counted:
+                    if uses[token_id] == 0:
+                        distinct[n_distinct] = token_id
+                        n_distinct += 1
+                    uses[token_id] += 1
         if bad == -2:
             raise MemoryError()
         if bad >= 0:

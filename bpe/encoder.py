@@ -14,7 +14,7 @@ from typing import Mapping, Optional, Sequence
 import numpy as np
 
 from bpe._encode import EncodeKernel, Session
-from bpe._lists import ids_to_list
+from bpe._lists import PrebuiltInts, ids_to_list
 from bpe.formats import flatten
 from bpe.patterns import compile_pattern, native_pattern_id, regex_pretokens
 from bpe.specials import split_special
@@ -124,16 +124,16 @@ class Encoder:
         with self._session() as session:
             return self._kernel.encode_strs(session, texts, self._pattern_id(), *self._needles(allowed), out)
 
-    def encode_to_list(self, text: str, allowed: Sequence[str], id_objects: tuple) -> list:
-        """The ids of one str as a list of ``id_objects`` (the prebuilt ints, by id).
+    def encode_to_list(self, text: str, allowed: Sequence[str], ints: PrebuiltInts) -> list:
+        """The ids of one str as a list of the prebuilt ``ints``.
 
         A document's worth of text takes the kernel's one-call path; a longer
         text the array path, whose list is built mostly without the GIL."""
         if self._native is None or len(text) > ONE_CALL_CHARS:
-            return ids_to_list(self.encode_strs([text], allowed)[0], id_objects)
+            return ids_to_list(self.encode_strs([text], allowed)[0], ints)
         with self._session() as session:
             return self._kernel.encode_str_to_list(session, text, self._native, *self._needles(allowed),
-                                                   id_objects)
+                                                   ints)
 
     def encode_piece(self, piece: bytes) -> np.ndarray:
         """The ids (uint32) of one pre-token's bytes, merged by priority."""

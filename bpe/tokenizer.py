@@ -11,7 +11,7 @@ from typing import (TYPE_CHECKING, AbstractSet, Collection, Iterable, Iterator, 
 
 import numpy as np
 
-from bpe._lists import ids_to_list, ids_to_lists
+from bpe._lists import PrebuiltInts, ids_to_list, ids_to_lists
 from bpe.encoder import Encoder
 from bpe.errors import TokenizerFileError
 from bpe.formats import (FILE_NAME, HF_FILE_NAME, RankTable, TokenizerData, flatten, huggingface_path,
@@ -333,12 +333,12 @@ class Tokenizer:
         return self._encoder
 
     def _set_encoder(self, encoder: Encoder) -> None:
-        self._id_objects = tuple(range(self.n_vocab))   # set first: readers test _encoder alone
+        self._ints = PrebuiltInts(self.n_vocab)   # set first: readers test _encoder alone
         self._encoder = encoder
 
     def _to_list(self, ids: np.ndarray) -> list[int]:
         self.encoder
-        return ids_to_list(ids, self._id_objects)
+        return ids_to_list(ids, self._ints)
 
     # ------------------------------------------------------------------ encoding
 
@@ -351,7 +351,7 @@ class Tokenizer:
     def _encode_list(self, text: str, allowed: Sequence[str]) -> list[int]:
         """The ids of ``text`` as a list, ``allowed`` special tokens recognised."""
         encoder = self.encoder           # first: building it makes the prebuilt ints
-        return encoder.encode_to_list(text, allowed, self._id_objects)
+        return encoder.encode_to_list(text, allowed, self._ints)
 
     def _encode_array(self, text: str, allowed: Sequence[str]) -> np.ndarray:
         """The ids of ``text`` (uint32), ``allowed`` special tokens recognised."""
@@ -414,7 +414,7 @@ class Tokenizer:
             for text in batch:
                 refuse_disallowed(disallowed, text)
             ids, offsets = encoder.encode_strs(batch, allowed)
-            return ids_to_lists(ids, offsets, self._id_objects)
+            return ids_to_lists(ids, offsets, self._ints)
 
         num_threads = min(threads, len(groups) or 1)
         if num_threads == 1:
@@ -599,7 +599,7 @@ class Tokenizer:
         state = self.__dict__.copy()
         state["_encoder"] = self.encoder.__getstate__()        # plain arrays: built on arrival
         state["_fingerprint"] = self.fingerprint()
-        state.pop("_id_objects", None)
+        state.pop("_ints", None)
         del state["_encoder_lock"]
         return state
 

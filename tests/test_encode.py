@@ -423,38 +423,83 @@ def test_encoding_into_a_reused_buffer_equals_a_fresh_array(name):
         encoding.encode_utf8(two_specials, ["<|endoftext|>"], out[:25])
 
 
+@pytest.mark.parametrize("immortal", [True, False], ids=["immortal ints", "counted ints"])
 @pytest.mark.parametrize("one_call_chars", [0, bpe.encoder.ONE_CALL_CHARS])
-def test_lists_hold_one_reference_per_id(monkeypatch, one_call_chars):
+def test_lists_hold_one_reference_per_id(monkeypatch, one_call_chars, immortal):
+    # Lists are built from prebuilt ints (_lists.PrebuiltInts). Counted ones:
     # ids_to_lists adds each distinct id's references in one step and fills the
-    # lists without the GIL: refcounts must balance exactly. Its counts are
+    # lists without the GIL, so refcounts must balance exactly. Its counts are
     # zeroed whole for calls of many ids (the batch, with the long text) and
     # only where used for calls of few (each short text, after calls that
-    # left other counts in the memory it reuses). With one_call_chars 0,
-    # encode takes that path for every text; else its one-call path, whose
-    # list (_lists.ids_list) takes a reference per id.
+    # left other counts in the memory it reuses). Immortal ones: no list
+    # counts its references, so the counts stay put while lists are built and
+    # fall by one for each reference a list lets go of, from a start no
+    # program can bring to zero. With one_call_chars 0, encode takes
+    # ids_to_lists for every text; else its one-call path (_lists.ids_list).
+    import gc
     import sys
+
+    from bpe._lists import PrebuiltInts
 
     monkeypatch.setattr(bpe.encoder, "ONE_CALL_CHARS", one_call_chars)
     tok = bpe.load("gpt2")
+    tok.encoder                       # built first: building it sets the prebuilt ints
+    monkeypatch.setattr(tok, "_ints", PrebuiltInts(tok.n_vocab, immortal))   # the loaded tokenizer is shared
+    assert tok._ints.immortal == (immortal and sys.version_info < (3, 12))
     texts = [" hello world" * 50, "", " unique tokens: supercalifragilistic", " world hello" * 7,
              " hello unique world" * 3000]
     assert len(tok.encode(texts[-1])) >= tok.n_vocab // 8 > len(tok.encode(texts[0]))
-    tok.encode_batch(texts)                                  # the prebuilt ints exist
     watched = sorted({i for ids in (tok.encode(t) for t in texts) for i in ids if i > 256})
-    before = [sys.getrefcount(tok._id_objects[i]) for i in watched]
+    first = tok.encode(texts[0])      # made before counting: a list freed meanwhile would show
+    before = [sys.getrefcount(tok._ints.objects[i]) for i in watched]
     lists = tok.encode_batch(texts, num_threads=2) + [tok.encode(t) for t in texts]
+    assert all(ids is not None and all(type(i) is int for i in ids) for ids in lists)
     uses = [sum(ids.count(i) for ids in lists) for i in watched]
-    during = [sys.getrefcount(tok._id_objects[i]) for i in watched]
-    assert [d - b for d, b in zip(during, before)] == uses
-    assert all(isinstance(i, int) for ids in lists for i in ids)
+    during = [sys.getrefcount(tok._ints.objects[i]) for i in watched]
+    if tok._ints.immortal:
+        assert during == before
+        assert min(before) > 2 ** 61
+    else:
+        assert [d - b for d, b in zip(during, before)] == uses
     # Lists of ints cannot form cycles: the collector does not walk them (see ids_to_lists).
-    import gc
-
     assert not any(gc.is_tracked(ids) for ids in lists)
     gc.collect()
-    assert lists[0] == tok.encode(texts[0])
+    assert lists[0] == first
     del lists
-    assert [sys.getrefcount(tok._id_objects[i]) for i in watched] == before
+    after = [sys.getrefcount(tok._ints.objects[i]) for i in watched]
+    if tok._ints.immortal:
+        assert [b - a for b, a in zip(before, after)] == uses
+    else:
+        assert after == before
+
+
+def test_immortal_ints_are_made_once_and_outlive_their_tokenizer():
+    import gc
+    import sys
+
+    from bpe._lists import PrebuiltInts
+
+    small, large = PrebuiltInts(1000), PrebuiltInts(70_000)
+    assert [type(i) is int and i == k for k, i in enumerate(large.objects)] == [True] * 70_000
+    assert len(small) == 1000 and len(large) == 70_000
+    if not large.immortal:
+        pytest.skip("ints are counted on this Python")
+    # One object per value, whichever table asked first, shared by every tokenizer.
+    assert all(a is b for a, b in zip(small.objects, large.objects))
+    assert PrebuiltInts(50_000).objects[49_999] is large.objects[49_999]
+    assert PrebuiltInts(0).objects == ()
+    with pytest.raises(ValueError, match="-1 ints asked for"):
+        PrebuiltInts(-1)
+    tok = bpe.load("gpt2")
+    text = " a text whose lists outlive the tokenizer that made them" * 20
+    lists = tok.encode_batch([text, text]) + [tok.encode(text)]
+    expected = get_encoding("gpt2").encode(text)
+    high = max(expected)
+    del tok
+    gc.collect()
+    churn = [list(range(100_000, 200_000)) for _ in range(3)]   # reuse of freed memory would show
+    assert lists == [expected] * 3 and sys.getrefcount(lists[0][expected.index(high)]) > 2 ** 61
+    del churn
 
 
 _piece_tokenizer = []

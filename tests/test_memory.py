@@ -169,11 +169,14 @@ def test_every_kernel_entry_checks_its_offsets():
     from bpe._encode import Session
     with pytest.raises(ValueError, match=r"text offsets: offset 2 \(2\) is below offset 1 \(4\)"):
         encoder._kernel.encode_texts(Session(), data, bad, 0, [], np.empty(0, np.uint32))
-    from bpe._lists import ids_to_lists
-    with pytest.raises(ValueError, match=r"id offsets: offsets end at 9"):
-        ids_to_lists(np.zeros(6, np.uint32), np.array([0, 9], np.int64), tuple(range(10)))
-    with pytest.raises(ValueError, match="token id 7 has no prebuilt int"):
-        ids_to_lists(np.array([7], np.uint32), np.array([0, 1], np.int64), tuple(range(5)))
+    from bpe._lists import PrebuiltInts, ids_to_lists
+    for immortal in (True, False):
+        with pytest.raises(ValueError, match=r"id offsets: offsets end at 9"):
+            ids_to_lists(np.zeros(6, np.uint32), np.array([0, 9], np.int64), PrebuiltInts(10, immortal))
+        with pytest.raises(ValueError, match="token id 7 has no prebuilt int"):
+            ids_to_lists(np.array([7], np.uint32), np.array([0, 1], np.int64), PrebuiltInts(5, immortal))
+    with pytest.raises(TypeError):
+        ids_to_lists(np.zeros(1, np.uint32), np.array([0, 1], np.int64), tuple(range(5)))   # never plain ints
 
 
 def test_encoder_arrays_are_checked():
