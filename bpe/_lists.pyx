@@ -15,7 +15,7 @@ from libc.string cimport memset
 import numpy as np
 
 from bpe._checks cimport check_offsets
-from bpe._memory cimport mem_alloc, mem_free
+from bpe._memory cimport allocation_fails, mem_alloc, mem_free
 from bpe._types cimport offset_t, out_id_t
 
 cdef enum:
@@ -26,6 +26,57 @@ cdef extern from "Python.h":
     void Py_SET_REFCNT(PyObject* o, Py_ssize_t refcnt)
     void PyObject_GC_UnTrack(void* o)
     void incref "Py_INCREF" (PyObject* o)
+
+cdef extern from *:
+    """
+    /* A list with room for n items, their array allocated but not zeroed, and
+       of size 0 until its caller has written every item and calls
+       bpe_list_filled. PyList_New(n) zeroes the array (calloc): under the
+       GIL, 8 bytes an id, only for each slot to be written straight after.
+       Until it is filled the list is a valid empty one, so freeing it on an
+       error frees the array and reads no item. The array is the list's own,
+       from the allocator list_dealloc frees it with; free-threaded builds
+       allocate item arrays their own way, so there it is PyList_New's. */
+    static PyObject* bpe_list_unfilled(Py_ssize_t n, PyObject*** items) {
+        PyObject* list;
+    #ifdef Py_GIL_DISABLED
+        list = PyList_New(n);
+        if (list == NULL)
+            return NULL;
+        Py_SET_SIZE(list, 0);
+    #else
+        PyObject** array;
+        if (n > PY_SSIZE_T_MAX / (Py_ssize_t)sizeof(PyObject*))
+            return PyErr_NoMemory();
+        list = PyList_New(0);
+        if (list == NULL || n == 0) {
+            *items = NULL;
+            return list;
+        }
+        array = (PyObject**)PyMem_Malloc(n * sizeof(PyObject*));
+        if (array == NULL) {
+            Py_DECREF(list);
+            return PyErr_NoMemory();
+        }
+        ((PyListObject*)list)->ob_item = array;
+        ((PyListObject*)list)->allocated = n;
+    #endif
+        *items = ((PyListObject*)list)->ob_item;
+        return list;
+    }
+    static void bpe_list_filled(PyObject* list, Py_ssize_t n) { Py_SET_SIZE(list, n); }
+    """
+    object new_list_unfilled "bpe_list_unfilled" (Py_ssize_t n, PyObject*** items)
+    void list_filled "bpe_list_filled" (PyObject* list, Py_ssize_t n) nogil
+
+
+
+cdef inline object list_unfilled(Py_ssize_t n, PyObject*** items):
+    """``bpe_list_unfilled``, whose array allocation tests can make fail (``fail_allocation``)."""
+    if n > 0 and allocation_fails():
+        raise MemoryError()
+    return new_list_unfilled(n, items)
+
 
 cdef extern from *:
     """
@@ -108,9 +159,8 @@ cdef list ids_list(const out_id_t* ids, Py_ssize_t n, PrebuiltInts ints):
     for k in range(n):
         if ids[k] >= n_objects:
             raise ValueError(f"token id {ids[k]} has no prebuilt int")
-    result = PyList_New(n)
+    result = list_unfilled(n, &items)
     PyObject_GC_UnTrack(<PyObject*>result)
-    items = PySequence_Fast_ITEMS(result)
     # Nothing fails from here on: each slot gets its reference.
     if ints.immortal:
         for k in range(n):
@@ -120,6 +170,7 @@ cdef list ids_list(const out_id_t* ids, Py_ssize_t n, PrebuiltInts ints):
             obj = objects[ids[k]]
             incref(obj)
             items[k] = obj
+    list_filled(<PyObject*>result, n)
     return result
 
 
@@ -153,11 +204,13 @@ def ids_to_lists(const out_id_t[::1] ids, const offset_t[::1] offsets, PrebuiltI
     cdef int64_t* uses = NULL
     cdef out_id_t* distinct = NULL
     cdef PyObject*** items = NULL      # each list's item array
+    cdef PyObject** made = NULL        # each list
     cdef PyObject* obj
     check_offsets(offsets, -1, n, "id offsets")
     try:
         with nogil:
             items = <PyObject***>mem_alloc((n_lists + 1) * sizeof(PyObject**))
+            made = <PyObject**>mem_alloc((n_lists + 1) * sizeof(PyObject*))
             if counted:
                 # A count per id of the vocabulary, zeroed where it will be read: all
                 # of it for many ids, else only the ids' own (zeroing a vocabulary's
@@ -165,7 +218,7 @@ def ids_to_lists(const out_id_t[::1] ids, const offset_t[::1] offsets, PrebuiltI
                 # time on documents of a few KB).
                 uses = <int64_t*>mem_alloc((n_objects + 1) * sizeof(int64_t))
                 distinct = <out_id_t*>mem_alloc((min(n, n_objects) + 1) * sizeof(out_id_t))
-            if items == NULL or (counted and (uses == NULL or distinct == NULL)):
+            if items == NULL or made == NULL or (counted and (uses == NULL or distinct == NULL)):
                 n = 0
                 bad = -2
             elif not counted:
@@ -192,9 +245,9 @@ def ids_to_lists(const out_id_t[::1] ids, const offset_t[::1] offsets, PrebuiltI
             raise ValueError(f"token id {bad} has no prebuilt int")
         result = PyList_New(n_lists)
         for t in range(n_lists):
-            one = PyList_New(offsets[t + 1] - offsets[t])
+            one = list_unfilled(offsets[t + 1] - offsets[t], &items[t])
             PyObject_GC_UnTrack(<PyObject*>one)
-            items[t] = PySequence_Fast_ITEMS(one)
+            made[t] = <PyObject*>one
             Py_INCREF(one)
             PyList_SET_ITEM(result, t, one)
         # Nothing fails from here on: each slot below gets exactly one of these references.
@@ -205,8 +258,10 @@ def ids_to_lists(const out_id_t[::1] ids, const offset_t[::1] offsets, PrebuiltI
             for t in range(n_lists):
                 for k in range(offsets[t], offsets[t + 1]):
                     items[t][k - offsets[t]] = objects[ids[k]]
+                list_filled(made[t], offsets[t + 1] - offsets[t])
         return result
     finally:
         mem_free(uses)
         mem_free(distinct)
         mem_free(items)
+        mem_free(made)

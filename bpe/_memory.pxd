@@ -19,6 +19,7 @@ cdef void* mem_calloc(size_t count, size_t size) noexcept nogil
 cdef void* mem_alloc_huge(size_t size) noexcept nogil
 cdef void* mem_resize(void* block, size_t size) noexcept nogil
 cdef void mem_free(void* block) noexcept nogil
+cdef bint allocation_fails() noexcept nogil
 
 
 cdef extern from *:

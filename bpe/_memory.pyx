@@ -20,6 +20,12 @@ cdef inline bint injected_failure() noexcept nogil:
     return fail_countdown == 0
 
 
+cdef bint allocation_fails() noexcept nogil:
+    """Whether an allocation made with another allocator (Python's, which a
+    list's item array must come from) is to fail: it counts as one of ours."""
+    return injected_failure()
+
+
 cdef void* mem_alloc(size_t size) noexcept nogil:
     if injected_failure():
         return NULL

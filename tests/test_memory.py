@@ -119,6 +119,36 @@ def check_encoding_fails_cleanly(tok):
         assert tok.encode_batch(texts, num_threads=1) == expected_batch
 
 
+@pytest.mark.parametrize("immortal", [True, False], ids=["immortal ints", "counted ints"])
+def test_building_lists_fails_cleanly_at_every_allocation(immortal):
+    # Each list's item array is allocated unzeroed and the list stays empty
+    # until filled (_lists.list_unfilled): a failure part-way through must free
+    # the lists made so far without reading their unwritten items, and leave
+    # every reference count as it was.
+    import sys
+
+    from bpe._lists import PrebuiltInts, ids_to_lists
+
+    ints = PrebuiltInts(1000, immortal)
+    ids = np.arange(500, 800, dtype=np.uint32).repeat(3)
+    offsets = np.array([0, 0, 100, 400, 401, 900], np.int64)
+    expected = [ids[a:b].tolist() for a, b in zip(offsets, offsets[1:])]
+    outcomes = set()
+    for n in failure_points(lambda: ids_to_lists(ids, offsets, ints)):
+        before = [sys.getrefcount(i) for i in ints.objects[500:800]]
+        result, _ = with_failure_at(n, lambda: ids_to_lists(ids, offsets, ints))
+        assert result is MemoryError or result == expected, n
+        outcomes.add(result is MemoryError)
+        if result is MemoryError:
+            assert [sys.getrefcount(i) for i in ints.objects[500:800]] == before, n
+        else:
+            # Counted: 3 references each. Immortal: none counted (each list lets go of its 3 later).
+            assert [sys.getrefcount(i) for i in ints.objects[500:800]] \
+                == [b + (0 if ints.immortal else 3) for b in before], n
+        del result
+    assert outcomes == {True, False}
+
+
 def test_building_an_encoder_fails_cleanly():
     tok = bpe.Tokenizer(bpe.load("gpt2").vocab, bpe.load("gpt2").merges[:3000], {"<|endoftext|>": 50256})
     encoder = tok.encoder
