@@ -37,8 +37,9 @@ from bpe._scanner cimport FILL_SLACK, Scanner, check_pattern, scanner_fill, scan
 from bpe._shortcache cimport (INLINE_IDS, SHORT_KEY_BYTES, BatchKey, ShortCache, ShortEntry, ShortKey,
                               batch_key_hashed, copy_ids, count_ids, pair_holding, short_key,
                               short_keys, shortcache_free, shortcache_holds, shortcache_home, shortcache_init,
-                              shortcache_insert, shortcache_insert_run, shortcache_make_room, shortcache_run,
-                              shortcache_slot, shortcache_spilled, run_start, write_run, SPILLED)
+                              shortcache_insert, shortcache_insert_run, shortcache_make_room, shortcache_mark_spilled,
+                              shortcache_run, shortcache_slot, shortcache_spilled, shortcache_spilled_era, run_start,
+                              write_run)
 from bpe._specials cimport Needles, needles_free, needles_point_at, needles_restart, next_special
 from bpe._types cimport offset_t, out_id_t, pack_pair, pair_left, pair_right, pair_t, token_t
 from bpe._utf8 cimport utf8_bound, write_utf8
@@ -85,7 +86,6 @@ cdef enum:
 cdef enum:                           # what _encode_piece's caller knows of the piece
     PIECE_ANY = 0                    # nothing: it may be a token, or in the general cache
     PIECE_NEW_SHORT = 1              # short, no token, not seen since the short cache cleared (the caller caches it)
-    PIECE_SPILLED = 2                # short, no token, ids in the general cache (unless it cleared)
 
 
 cdef struct Ids:
@@ -130,6 +130,7 @@ cdef struct Scratch:
     ShortCache short     # pre-tokens of up to SHORT_KEY_BYTES bytes and 3 ids -> their ids, inline
     Ids cached           # ids of the other cached pre-tokens, sliced by the cache's values
     BytesTable cache     # their bytes -> (offset in cached) << 16 | count
+    uint64_t cache_era   # how often ``cache`` started afresh: older short-cache markers point at nothing
     # Work arrays for merging one pre-token, grown as needed, each with its own capacity.
     token_t* part_token  # token of the part starting at each byte, -1 once absorbed
     int32_t* part_next   # start of the next part (n at the end)
@@ -195,6 +196,7 @@ cdef int scratch_init(Scratch* s) noexcept nogil:
     s.heap = NULL
     s.token_capacity = s.next_capacity = s.prev_capacity = s.heap_capacity = 0
     s.missed = SCAN_BATCH               # a new session is cold: as if a whole batch had missed
+    s.cache_era = 0
     if shortcache_init(&s.short, _short_cache_slots, _short_cache_max_slots) < 0:
         return -1
     # The general cache holds only what the short one cannot (longer pre-tokens,
@@ -640,23 +642,30 @@ cdef class EncodeKernel:
             return -1
         if n <= CACHE_MAX_PIECE_BYTES and source != PIECE_NEW_SHORT:
             # (A new short one is the caller's to remember: ``_remember_short``.)
-            return self._cache_general(s, piece, n, h, s.out.data + before, s.out.size - before)
+            if self._cache_general(s, piece, n, h, s.out.data + before, s.out.size - before) < 0:
+                return -1
         return 0
 
-    cdef int _cache_general(self, Scratch* s, const uint8_t* piece, int64_t n, uint64_t h,
-                            const out_id_t* ids, int64_t count) noexcept nogil:
+    cdef int64_t _cache_general(self, Scratch* s, const uint8_t* piece, int64_t n, uint64_t h,
+                                const out_id_t* ids, int64_t count) noexcept nogil:
         """Keep ``ids[:count]`` as the ids of ``piece`` (``h`` its FNV-1a hash) in the
-        session's general cache, started afresh at its budget. -1 when out of memory."""
+        session's general cache, started afresh at its budget (a new era). Returns
+        where in ``s.cached`` the ids went, or -1 when out of memory. (At most
+        CACHE_MAX_ENTRIES pieces of CACHE_MAX_PIECE_BYTES: 2^26 ids, so a place
+        fits in 32 bits.)"""
+        cdef int64_t offset
         if s.cache.n_entries >= CACHE_MAX_ENTRIES:
             bytestable_clear(&s.cache)
             s.cached.size = 0
+            s.cache_era += 1
         if ids_reserve(&s.cached, count) < 0:
             return -1
-        memcpy(s.cached.data + s.cached.size, ids, count * sizeof(out_id_t))
-        if bytestable_add_hashed(&s.cache, piece, n, h, (s.cached.size << 16) | count, False) < 0:
+        offset = s.cached.size
+        memcpy(s.cached.data + offset, ids, count * sizeof(out_id_t))
+        if bytestable_add_hashed(&s.cache, piece, n, h, (offset << 16) | count, False) < 0:
             return -1
         s.cached.size += count
-        return 0
+        return offset
 
     cdef int _remember_short(self, Scratch* s, ShortEntry* entry, const ShortKey* key,
                              const uint8_t* piece, int64_t n, const out_id_t* ids,
@@ -673,9 +682,21 @@ cdef class EncodeKernel:
         if start >= 0:
             shortcache_insert_run(&s.short, entry, key, ids, count, start)
             return 0
-        if self._cache_general(s, piece, n, hash_bytes(piece, n), ids, count) < 0:
+        return self._spill(s, entry, key, piece, n, ids, count)
+
+    cdef int _spill(self, Scratch* s, ShortEntry* entry, const ShortKey* key, const uint8_t* piece,
+                    int64_t n, const out_id_t* ids, int64_t count) noexcept nogil:
+        """Keep the ids of a short pre-token of more than INLINE_IDS in the general
+        cache, then make ``entry`` the marker that says where: with ``key``, the
+        empty slot for it; without, its marker of an earlier era. -1 when out of
+        memory, with no marker made (an entry of the key without one would be
+        taken for a pre-token of no ids)."""
+        cdef int64_t offset = self._cache_general(s, piece, n, hash_bytes(piece, n), ids, count)
+        if offset < 0:
             return -1
-        shortcache_insert(&s.short, entry, key, NULL, 0).key1 |= SPILLED
+        if key != NULL:
+            entry = shortcache_insert(&s.short, entry, key, NULL, 0)
+        shortcache_mark_spilled(entry, <uint32_t>offset, <uint32_t>count, s.cache_era)
         return 0
 
     cdef inline int _encode_short(self, Scratch* s, const uint8_t* piece, int64_t n,
@@ -696,7 +717,18 @@ cdef class EncodeKernel:
                 s.out.size += write_run(s.out.data + s.out.size, entry)
                 return 0
             if shortcache_spilled(entry):
-                return -1 if self._encode_piece(s, piece, n, PIECE_SPILLED) < 0 else 0
+                count = entry.ids[1]
+                if shortcache_spilled_era(entry) == s.cache_era and ids_reserve(&s.out, count) == 0:
+                    memcpy(s.out.data + s.out.size, s.cached.data + entry.ids[0], count * sizeof(out_id_t))
+                    s.out.size += count
+                    return 0
+                # The general cache started afresh since (or out of memory: then
+                # this fails too): merged again, and the marker points anew.
+                before = s.out.size
+                if self._encode_piece(s, piece, n, PIECE_NEW_SHORT) < 0 \
+                        or self._spill(s, entry, NULL, piece, n, s.out.data + before, s.out.size - before) < 0:
+                    return -1
+                return 0
             # As _encode_batch copies a hit (its four lanes at once) where
             # there is room past them; else only its ids.
             count = count_ids(entry.ids)

@@ -642,8 +642,9 @@ def test_short_pre_tokens_of_five_ids_outlive_either_cache_starting_afresh(miss_
     # A short pre-token of more than four ids leaves a marker in the short cache
     # and its ids in the general one. Each cache starts afresh at its budget on
     # its own (2^18 general entries; here 2^11 short ones, the short cache made
-    # small): the marker may outlive the ids, and the ids the marker. Either
-    # way the ids must stay right.
+    # small): the marker may outlive the ids (it says where they were, in
+    # which era of the general cache), and the ids the marker. Either way the
+    # ids must stay right.
     tok, reference = bpe.load("gpt2"), get_encoding("gpt2")
     with small_short_caches(1 << 10, 1 << 12):
         check_five_id_pieces_across_restarts(tok, reference)
@@ -666,7 +667,8 @@ def check_five_id_pieces_across_restarts(tok, reference):
     assert tok.encode_ordinary(text) == reference.encode_ordinary(text)        # markers made
     flood = " " + " ".join(sorted(long_words))                                 # the general cache restarts
     assert tok.encode_ordinary(flood) == reference.encode_ordinary(flood)
-    assert tok.encode_ordinary(text) == reference.encode_ordinary(text)
+    assert tok.encode_ordinary(text) == reference.encode_ordinary(text)        # markers of the old era
+    assert tok.encode_ordinary(text) == reference.encode_ordinary(text)        # pointed anew
     flood = " " + " ".join(sorted(short_words))                                # the short cache restarts
     assert tok.encode_ordinary(flood) == reference.encode_ordinary(flood)
     assert tok.encode_ordinary(text) == reference.encode_ordinary(text)
