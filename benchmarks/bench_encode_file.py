@@ -72,18 +72,33 @@ def encoded_mb(engine: str, size_mb: float) -> float:
 
 
 def cut_in_two(corpus: str, output: str, separator: bytes = b"<|endoftext|>") -> list:
-    """The corpus as two files beside ``output``, cut after the separator nearest
-    its middle (or at the middle, if it has none)."""
+    """The corpus as two files beside ``output``, cut after the first separator
+    past its middle (or at the middle, if none follows), copied a block at a
+    time so that the control's peak RSS is its two processes'."""
+    import shutil
+
+    size = os.path.getsize(corpus)
     with open(corpus, "rb") as f:
-        data = f.read()
-    middle = len(data) // 2
-    after, before = data.find(separator, middle), data.rfind(separator, 0, middle)
-    found = [at for at in (after, before) if at >= 0]
-    cut = min(found, key=lambda at: abs(at - middle)) + len(separator) if found else middle
-    paths = [f"{output}.half{k}" for k in range(2)]
-    for path, part in zip(paths, (data[:cut], data[cut:])):
-        with open(path, "wb") as f:
-            f.write(part)
+        position, carry, cut = size // 2, b"", size // 2
+        f.seek(position)
+        while block := f.read(1 << 20):
+            window = carry + block            # starts at position - len(carry)
+            at = window.find(separator)
+            if at >= 0:
+                cut = position - len(carry) + at + len(separator)
+                break
+            carry = window[-(len(separator) - 1):]
+            position += len(block)
+        paths = [f"{output}.half{k}" for k in range(2)]
+        f.seek(0)
+        with open(paths[0], "wb") as first:
+            left = cut
+            while left:
+                block = f.read(min(left, 1 << 24))
+                first.write(block)
+                left -= len(block)
+        with open(paths[1], "wb") as second:
+            shutil.copyfileobj(f, second, 1 << 24)
     return paths
 
 

@@ -109,7 +109,8 @@ cdef class PrebuiltInts:
     cache miss per id, or a pass counting each distinct id's uses and an
     update per distinct id under the GIL (see ``ids_to_lists``). Immortal ints
     are made once per process and shared by every tokenizer (they cannot be
-    freed): the largest vocabulary's worth, 32 bytes an id. Elsewhere, and
+    freed): the largest vocabulary's worth, about 40 bytes an id (an int
+    object and a slot in each tuple of them). Elsewhere, and
     with ``immortal=False`` (what tests use to force that path), the ints are
     ordinary and every reference is counted.
     """
