@@ -70,7 +70,6 @@ cdef extern from *:
     void list_filled "bpe_list_filled" (PyObject* list, Py_ssize_t n) nogil
 
 
-
 cdef inline object list_unfilled(Py_ssize_t n, PyObject*** items):
     """``bpe_list_unfilled``, whose array allocation tests can make fail (``fail_allocation``)."""
     if n > 0 and allocation_fails():
@@ -110,8 +109,8 @@ cdef class PrebuiltInts:
     update per distinct id under the GIL (see ``ids_to_lists``). Immortal ints
     are made once per process and shared by every tokenizer (they cannot be
     freed): the largest vocabulary's worth, about 40 bytes an id (an int
-    object and a slot in each tuple of them). Elsewhere, and
-    with ``immortal=False`` (what tests use to force that path), the ints are
+    object and a slot in each tuple of them). Elsewhere, and with
+    ``immortal=False`` (what tests use to force that path), the ints are
     ordinary and every reference is counted.
     """
 
