@@ -127,7 +127,7 @@ cdef struct Merging:
 cdef struct Scratch:
     Ids out              # the ids of the call
     Bytes text           # the call's non-ASCII str texts, as UTF-8
-    ShortCache short     # pre-tokens of up to SHORT_KEY_BYTES bytes and 3 ids -> their ids, inline
+    ShortCache short     # pre-tokens of up to SHORT_KEY_BYTES bytes -> their ids (see bpe/_shortcache.pxd)
     Ids cached           # ids of the other cached pre-tokens, sliced by the cache's values
     BytesTable cache     # their bytes -> (offset in cached) << 16 | count
     uint64_t cache_era   # how often ``cache`` started afresh: older short-cache markers point at nothing
@@ -717,13 +717,13 @@ cdef class EncodeKernel:
                 s.out.size += write_run(s.out.data + s.out.size, entry)
                 return 0
             if shortcache_spilled(entry):
-                count = entry.ids[1]
-                if shortcache_spilled_era(entry) == s.cache_era and ids_reserve(&s.out, count) == 0:
+                if shortcache_spilled_era(entry) == s.cache_era:
+                    count = entry.ids[1]          # at most n: s.out has room
                     memcpy(s.out.data + s.out.size, s.cached.data + entry.ids[0], count * sizeof(out_id_t))
                     s.out.size += count
                     return 0
-                # The general cache started afresh since (or out of memory: then
-                # this fails too): merged again, and the marker points anew.
+                # The general cache started afresh since: merged again, and the
+                # marker points anew.
                 before = s.out.size
                 if self._encode_piece(s, piece, n, PIECE_NEW_SHORT) < 0 \
                         or self._spill(s, entry, NULL, piece, n, s.out.data + before, s.out.size - before) < 0:

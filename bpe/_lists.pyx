@@ -221,11 +221,9 @@ def ids_to_lists(const out_id_t[::1] ids, const offset_t[::1] offsets, PrebuiltI
             if items == NULL or made == NULL or (counted and (uses == NULL or distinct == NULL)):
                 n = 0
                 bad = -2
-            elif not counted:
-                pass
-            elif n >= n_objects // ZERO_ALL_PER_ID:
+            elif counted and n >= n_objects // ZERO_ALL_PER_ID:
                 memset(uses, 0, (n_objects + 1) * sizeof(int64_t))
-            else:
+            elif counted:
                 for k in range(n):
                     if ids[k] < n_objects:
                         uses[ids[k]] = 0
