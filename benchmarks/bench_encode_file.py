@@ -113,6 +113,8 @@ def run_twins(corpora: list, tokenizer: str, output: str) -> dict:
     results = [json.loads(twin.communicate()[0].splitlines()[-1]) for twin in twins]
     for k in range(2):
         remove_token_array(f"{output}.{k}")
+    if corpora[0] == corpora[1]:
+        assert results[0]["tokens"] == results[1]["tokens"]
     return {"seconds": max(result["seconds"] for result in results),
             "tokens": sum(result["tokens"] for result in results)}
 

@@ -33,7 +33,8 @@ MAX_UNUSED_IDS = 1024
 #: encode_batch hands the kernel at least about this many characters (not bytes)
 #: per call, and at most MAX_BATCH_CHARS: as many as leave each thread
 #: BATCHES_PER_THREAD batches. Each batch costs a pool task, a session, an
-#: array, a count per vocabulary id and four GIL handovers: on 20 MB of code,
+#: array, four GIL handovers and, where ints are counted (``PrebuiltInts``), a
+#: count per vocabulary id: on 20 MB of code,
 #: batches of 2^20 gave 2 threads 3-11 % more than batches of 2^18, and one
 #: thread 1-3 %. Enough batches per thread keep the last one short, so that
 #: one thread does not work alone at the end.
