@@ -77,6 +77,7 @@ cdef enum:
     SHORT_CACHE_MAX_SLOTS = 1 << 20  # ... to 32 MiB; then half as many entries, then afresh
     WHOLE_SEGMENT = -1               # "pattern" id: no pre-tokenization
     SCAN_BATCH = 128                 # pre-tokens scanned before they are looked up
+    COLD_BATCH = 256                 # ... while the session is cold
     OUT_SLACK = INLINE_IDS           # ids a short-cache hit writes: its four lanes, copied at once
     PAIR_BATCH = 16                  # pairs of a token prefetched before they are entered
     GAP_SLACK = 4                    # entries past a short array of parts that close_gap may touch
@@ -117,7 +118,7 @@ cdef inline int bytes_reserve(Bytes* b, int64_t n) noexcept nogil:
 
 cdef struct Merging:
     # A pre-token of up to SHORT_PIECE bytes being merged (``_merge_step``),
-    # alone or among others (``_merge_side_by_side``).
+    # alone or among others (``_merge_new``).
     token_t token[SHORT_PIECE + GAP_SLACK]   # its parts
     uint32_t ranks[SHORT_PIECE + GAP_SLACK]  # ranks[i]: of parts i and i + 1; -1 (the largest) if they do not merge
     int32_t m                        # parts left
@@ -761,10 +762,11 @@ cdef class EncodeKernel:
         """
         cdef Py_ssize_t i = 0
         cdef Py_ssize_t batch, new, missed
+        cdef bint cold
         cdef Scanner scanner
-        cdef Py_ssize_t ends_from_start[1 + SCAN_BATCH + FILL_SLACK]
+        cdef Py_ssize_t ends_from_start[1 + COLD_BATCH + FILL_SLACK]
         cdef Py_ssize_t* ends = ends_from_start + 1       # ends[-1]: where the batch starts
-        cdef BatchKey keys[SCAN_BATCH + FILL_SLACK]
+        cdef BatchKey keys[COLD_BATCH + FILL_SLACK]
         if pattern == WHOLE_SEGMENT:
             return self._encode_piece(s, data, n, PIECE_ANY)
         scanner_init(&scanner, pattern, data, n)
@@ -773,13 +775,14 @@ cdef class EncodeKernel:
             return -1
         while i < n:
             ends_from_start[0] = i           # ends[-1]
-            batch = scanner_fill(&scanner, i, ends, SCAN_BATCH)
+            cold = 0 <= _group_after_misses <= s.missed
+            batch = scanner_fill(&scanner, i, ends, COLD_BATCH if cold else SCAN_BATCH)
             # Grown here if the batch's misses could fill it, not as they come:
             # growing moves every entry, and the keys hold their home slots.
             shortcache_make_room(&s.short, batch)
             short_keys(keys, data, n, i, ends, batch, &s.short)
             new = 0
-            if 0 <= _group_after_misses <= s.missed:
+            if cold:
                 # Cold: most of the batch's misses can be found, and merged
                 # side by side, before it is looked up.
                 new = self._merge_new(s, data, ends, keys, batch)
@@ -788,7 +791,7 @@ cdef class EncodeKernel:
             missed = self._encode_batch(s, data, ends, keys, batch)
             if missed < 0:
                 return -1
-            s.missed = new + missed
+            s.missed = (new + missed) * SCAN_BATCH // batch     # as if of SCAN_BATCH
             i = ends[batch - 1]
         return 0
 
@@ -804,15 +807,16 @@ cdef class EncodeKernel:
         merge mostly waits for the pair table (megabytes: L3, or memory) to
         answer what its new part pairs with. One pre-token's next merge needs
         that answer; another pre-token's does not, so several are merged in
-        turn while each one's answers are on their way."""
+        turn while each one's answers are on their way. A place in the group
+        takes the next new pre-token as soon as its own is done, so the group
+        stays full until the batch's last few."""
         cdef Merging group[MERGE_GROUP]
-        cdef Py_ssize_t member[MERGE_GROUP]      # the key of each
-        cdef Py_ssize_t fresh[SCAN_BATCH + FILL_SLACK]   # the keys in neither session cache
-        cdef Py_ssize_t j, k, n_fresh = 0, n_group = 0
+        cdef Py_ssize_t place[MERGE_GROUP]       # the group's places still merging
+        cdef Py_ssize_t member[MERGE_GROUP]      # the key of each place's pre-token
+        cdef Py_ssize_t fresh[COLD_BATCH + FILL_SLACK]   # the keys in neither session cache
+        cdef Py_ssize_t j, k, g, n_fresh = 0, taken = 0, n_live = 0
         cdef int64_t n
         cdef ShortKey key
-        cdef ShortEntry* entry
-        cdef ShortEntry* token
         # First the session's cache, each miss's short token prefetched; then
         # the short tokens, the lines on their way meanwhile.
         for k in range(count):
@@ -829,26 +833,56 @@ cdef class EncodeKernel:
             prefetch(shortcache_home(&self.short_tokens, key.hash))
             fresh[n_fresh] = k
             n_fresh += 1
-        for j in range(n_fresh):
-            k = fresh[j]
+        while n_live < MERGE_GROUP:
+            k = self._next_to_merge(s, keys, fresh, n_fresh, &taken)
+            if k < 0:
+                break
+            self._start_merging(&group[n_live], data + ends[k - 1], ends[k] - ends[k - 1])
+            member[n_live] = k
+            place[n_live] = n_live
+            n_live += 1
+        while n_live > 0:
+            j = 0
+            while j < n_live:
+                g = place[j]
+                if self._merge_step(&group[g], self.n_ranks):
+                    j += 1
+                    continue
+                k = member[g]
+                if self._cache_merged(s, data + ends[k - 1], ends[k] - ends[k - 1], &keys[k], &group[g]) < 0:
+                    return -1
+                k = self._next_to_merge(s, keys, fresh, n_fresh, &taken)
+                if k >= 0:                       # its first merge comes in the next round
+                    self._start_merging(&group[g], data + ends[k - 1], ends[k] - ends[k - 1])
+                    member[g] = k
+                    j += 1
+                else:
+                    n_live -= 1
+                    place[j] = place[n_live]
+        return n_fresh
+
+    cdef inline Py_ssize_t _next_to_merge(self, Scratch* s, const BatchKey* keys, const Py_ssize_t* fresh,
+                                          Py_ssize_t n_fresh, Py_ssize_t* taken) noexcept nogil:
+        """The key of the next of ``fresh[taken[0]:]`` to be merged, or -1: those
+        cached meanwhile (twice in the batch) are passed over, tokens cached
+        from the short tokens."""
+        cdef Py_ssize_t k
+        cdef ShortKey key
+        cdef ShortEntry* entry
+        cdef ShortEntry* token
+        while taken[0] < n_fresh:
+            k = fresh[taken[0]]
+            taken[0] += 1
             batch_key_hashed(&key, &keys[k])
             entry = shortcache_slot(&s.short, &key)
-            if shortcache_holds(entry):          # twice in the batch: cached the first time
+            if shortcache_holds(entry):
                 continue
             token = shortcache_slot(&self.short_tokens, &key)
             if shortcache_holds(token):
                 shortcache_insert(&s.short, entry, &key, token.ids, 1)
                 continue
-            self._start_merging(&group[n_group], data + ends[k - 1], ends[k] - ends[k - 1])
-            member[n_group] = k
-            n_group += 1
-            if n_group == MERGE_GROUP:
-                if self._cache_merged(s, data, ends, keys, group, member, n_group) < 0:
-                    return -1
-                n_group = 0
-        if n_group > 0 and self._cache_merged(s, data, ends, keys, group, member, n_group) < 0:
-            return -1
-        return n_fresh
+            return k
+        return -1
 
     cdef inline void _start_merging(self, Merging* w, const uint8_t* piece, int64_t n) noexcept nogil:
         """Set ``w`` to a pre-token of 1 to SHORT_PIECE bytes, split into bytes."""
@@ -861,41 +895,17 @@ cdef class EncodeKernel:
         w.m = <int32_t>n
         w.at = -1
 
-    cdef int _cache_merged(self, Scratch* s, const uint8_t* data, const Py_ssize_t* ends,
-                           const BatchKey* keys, Merging* group, const Py_ssize_t* member,
-                           Py_ssize_t count) noexcept nogil:
-        """Merge ``group[:count]`` side by side, then cache each one's ids (the
-        pre-token of key ``member[g]``). -1 when out of memory."""
-        cdef Py_ssize_t g, k
+    cdef int _cache_merged(self, Scratch* s, const uint8_t* piece, int64_t n, const BatchKey* batch_key,
+                           const Merging* w) noexcept nogil:
+        """Cache the ids ``w`` merged ``piece`` into, unless a copy of it merged
+        side by side was cached first. -1 when out of memory."""
         cdef ShortKey key
         cdef ShortEntry* entry
-        self._merge_side_by_side(group, count)
-        for g in range(count):
-            k = member[g]
-            batch_key_hashed(&key, &keys[k])
-            entry = shortcache_slot(&s.short, &key)
-            if shortcache_holds(entry):         # it was in the group twice
-                continue
-            if self._remember_short(s, entry, &key, data + ends[k - 1], ends[k] - ends[k - 1],
-                                    <const out_id_t*>group[g].token, group[g].m) < 0:
-                return -1
-        return 0
-
-    cdef void _merge_side_by_side(self, Merging* group, Py_ssize_t count) noexcept nogil:
-        """Merge each of ``group[:count]`` to the end, one merge of each in turn."""
-        cdef Py_ssize_t live[MERGE_GROUP]        # those that may merge again
-        cdef Py_ssize_t j, n_live = 0
-        for j in range(count):
-            live[n_live] = j
-            n_live += group[j].m > 1
-        while n_live > 0:
-            j = 0
-            while j < n_live:
-                if self._merge_step(&group[live[j]], self.n_ranks):
-                    j += 1
-                else:
-                    n_live -= 1
-                    live[j] = live[n_live]
+        batch_key_hashed(&key, batch_key)
+        entry = shortcache_slot(&s.short, &key)
+        if shortcache_holds(entry):
+            return 0
+        return self._remember_short(s, entry, &key, piece, n, <const out_id_t*>w.token, w.m)
 
     cdef inline void _prefetch_merged(self, uint32_t rank) noexcept nogil:
         """Start loading the id that ``rank`` makes (``merged_id``: 200 KB for

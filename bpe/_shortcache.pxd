@@ -368,23 +368,28 @@ cdef inline uint64_t shortcache_spilled_era(const ShortEntry* e) noexcept nogil:
 
 
 cdef inline void shortcache_make_room(ShortCache* c, int64_t inserts) noexcept nogil:
-    """Double the table if ``inserts`` more entries would reach its budget and it
-    is below its largest size: called between batches, so that no slot found
-    before is kept (growing moves every entry). Out of memory, it stays as it
-    is, and at its budget an insert clears it."""
-    if c.n_entries + inserts >= c.max_entries and c.mask + 1 < c.max_slots:
-        shortcache_grow(c)
+    """Grow the table if ``inserts`` more entries would reach its budget and it
+    is below its largest size: to the smallest size whose budget holds them,
+    or its largest. Called between batches, so that no slot found before is
+    kept (growing moves every entry). Out of memory, it stays as it is, and
+    at its budget an insert clears it."""
+    cdef int64_t n_slots = c.mask + 1
+    if c.n_entries + inserts < c.max_entries or n_slots >= c.max_slots:
+        return
+    while n_slots < c.max_slots and c.n_entries + inserts >= n_slots // 2:
+        n_slots *= 2
+    shortcache_grow(c, n_slots)
 
 
-cdef inline int shortcache_grow(ShortCache* c) noexcept nogil:
-    """Double the table, every entry moved to its slot there. -1 when out of
-    memory (the table is then as it was)."""
+cdef inline int shortcache_grow(ShortCache* c, int64_t n_slots) noexcept nogil:
+    """Make the table ``n_slots`` (a larger power of two), every entry moved to its
+    slot there. -1 when out of memory (the table is then as it was)."""
     cdef ShortCache bigger
     cdef ShortEntry* old
     cdef ShortEntry* slot
     cdef ShortKey key
     cdef int64_t i
-    if shortcache_init(&bigger, 2 * (c.mask + 1), c.max_slots) < 0:
+    if shortcache_init(&bigger, n_slots, c.max_slots) < 0:
         shortcache_free(&bigger)
         return -1
     for i in range(c.mask + 1):

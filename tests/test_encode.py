@@ -562,8 +562,9 @@ def test_misses_merged_side_by_side_equal_misses_merged_one_by_one(pair, words):
 
 
 def test_a_batch_of_new_pre_tokens_fills_several_groups(pair, miss_path):
-    # A batch of 128 pre-tokens, nearly all new: groups of 16 are merged one
-    # after another, the last one short; each word again later, from the cache.
+    # Cold batches (of 256 pre-tokens), nearly all new: 16 are merged side
+    # by side, a place taking the next new one as soon as its own is done, until
+    # the last few; each word again later, from the cache.
     tok, reference = pair
     rng = np.random.default_rng(17)
     words = [" " + "".join(rng.choice(list("bcdfghjklmnpqrstvwxz"), size=int(rng.integers(2, 15))))
@@ -692,9 +693,9 @@ def test_the_short_cache_grows_past_its_first_budget(pair):
 
 
 def test_the_short_cache_grows_then_starts_afresh(pair, miss_path):
-    # Made small, the short cache doubles again and again within one text
-    # (between batches of pre-tokens, one batch's misses filling it further),
-    # then starts afresh at its largest size, again and again, in that call
+    # Made small, the short cache grows within one text (between batches of
+    # pre-tokens, to hold as many entries as a batch could add, or to its
+    # largest size), then starts afresh at its largest size, again and again, in that call
     # and the next ones. The ids stay right throughout.
     tok, reference = pair
     rng = np.random.default_rng(8)
