@@ -791,7 +791,9 @@ cdef class EncodeKernel:
             missed = self._encode_batch(s, data, ends, keys, batch)
             if missed < 0:
                 return -1
-            s.missed = (new + missed) * SCAN_BATCH // batch     # as if of SCAN_BATCH
+            s.missed = new + missed
+            if batch > SCAN_BATCH:          # a cold batch's, as if of SCAN_BATCH
+                s.missed = s.missed * SCAN_BATCH // batch
             i = ends[batch - 1]
         return 0
 
