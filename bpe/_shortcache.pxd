@@ -178,6 +178,12 @@ cdef inline void short_key(ShortKey* key, const uint8_t* piece, int64_t n,
     key.hash = hash_words(key.word0, key.word1)
 
 
+cdef inline int64_t shortcache_budget(int64_t n_slots) noexcept nogil:
+    """The entries a table of ``n_slots`` holds before an insert clears it: half,
+    so that probes stay short."""
+    return n_slots // 2
+
+
 cdef inline int shortcache_init(ShortCache* c, int64_t n_slots, int64_t max_slots) noexcept nogil:
     """An empty cache of ``n_slots`` (a power of two, at least 2), for up to half
     as many entries, that may grow to ``max_slots`` (a power of two, at least
@@ -195,7 +201,7 @@ cdef inline int shortcache_init(ShortCache* c, int64_t n_slots, int64_t max_slot
     while (<int64_t>1 << (64 - c.shift)) < n_slots:
         c.shift -= 1
     c.n_entries = 0
-    c.max_entries = n_slots // 2
+    c.max_entries = shortcache_budget(n_slots)
     c.max_slots = max_slots
     return -1 if c.block == NULL else 0
 
@@ -376,7 +382,7 @@ cdef inline void shortcache_make_room(ShortCache* c, int64_t inserts) noexcept n
     cdef int64_t n_slots = c.mask + 1
     if c.n_entries + inserts < c.max_entries or n_slots >= c.max_slots:
         return
-    while n_slots < c.max_slots and c.n_entries + inserts >= n_slots // 2:
+    while n_slots < c.max_slots and c.n_entries + inserts >= shortcache_budget(n_slots):
         n_slots *= 2
     shortcache_grow(c, n_slots)
 
