@@ -836,10 +836,9 @@ cdef class EncodeKernel:
             fresh[n_fresh] = k
             n_fresh += 1
         while n_live < MERGE_GROUP:
-            k = self._next_to_merge(s, keys, fresh, n_fresh, &taken)
+            k = self._start_next(s, data, ends, keys, fresh, n_fresh, &taken, &group[n_live])
             if k < 0:
                 break
-            self._start_merging(&group[n_live], data + ends[k - 1], ends[k] - ends[k - 1])
             member[n_live] = k
             place[n_live] = n_live
             n_live += 1
@@ -853,9 +852,8 @@ cdef class EncodeKernel:
                 k = member[g]
                 if self._cache_merged(s, data + ends[k - 1], ends[k] - ends[k - 1], &keys[k], &group[g]) < 0:
                     return -1
-                k = self._next_to_merge(s, keys, fresh, n_fresh, &taken)
+                k = self._start_next(s, data, ends, keys, fresh, n_fresh, &taken, &group[g])
                 if k >= 0:                       # its first merge comes in the next round
-                    self._start_merging(&group[g], data + ends[k - 1], ends[k] - ends[k - 1])
                     member[g] = k
                     j += 1
                 else:
@@ -863,11 +861,12 @@ cdef class EncodeKernel:
                     place[j] = place[n_live]
         return n_fresh
 
-    cdef inline Py_ssize_t _next_to_merge(self, Scratch* s, const BatchKey* keys, const Py_ssize_t* fresh,
-                                          Py_ssize_t n_fresh, Py_ssize_t* taken) noexcept nogil:
-        """The key of the next of ``fresh[taken[0]:]`` to be merged, or -1: those
-        cached meanwhile (twice in the batch) are passed over, tokens cached
-        from the short tokens."""
+    cdef inline Py_ssize_t _start_next(self, Scratch* s, const uint8_t* data, const Py_ssize_t* ends,
+                                       const BatchKey* keys, const Py_ssize_t* fresh, Py_ssize_t n_fresh,
+                                       Py_ssize_t* taken, Merging* w) noexcept nogil:
+        """Start ``w`` merging the next of ``fresh[taken[0]:]`` that needs it, and
+        return its key; -1 when none is left. Those cached meanwhile (twice in
+        the batch) are passed over, tokens cached from the short tokens."""
         cdef Py_ssize_t k
         cdef ShortKey key
         cdef ShortEntry* entry
@@ -883,6 +882,7 @@ cdef class EncodeKernel:
             if shortcache_holds(token):
                 shortcache_insert(&s.short, entry, &key, token.ids, 1)
                 continue
+            self._start_merging(w, data + ends[k - 1], ends[k] - ends[k - 1])
             return k
         return -1
 
