@@ -29,19 +29,29 @@ import statistics
 import sys
 import tempfile
 import time
+from typing import Optional
 
 sys.path.insert(0, os.path.dirname(__file__))
 from _measure import remove_token_array, run_measured  # noqa: E402
 
+#: Seconds the twins get to start Python and load the tokenizer before both
+#: start encoding (a late one shows as the skew between their starts).
+TWIN_START_DELAY = 3.0
 
-def run_one(engine: str, corpus: str, tokenizer: str, workers: int, output: str) -> dict:
+
+def run_one(engine: str, corpus: str, tokenizer: str, workers: int, output: str,
+            start_at: Optional[float] = None) -> dict:
     import bpe
 
     tok = bpe.load(tokenizer)
+    if start_at is not None:               # a twin: start when the other does
+        time.sleep(max(0.0, start_at - time.time()))
     start = time.perf_counter()
     if engine == "bpe":
+        started = time.time()
         summary = tok.encode_file(corpus, output, num_workers=workers)
-        n_tokens = summary.tokens_out
+        return {"seconds": time.perf_counter() - start, "tokens": summary.tokens_out,
+                "started": started, "ended": time.time()}
     elif engine == "twin":
         return run_twins([corpus, corpus], tokenizer, output)
     elif engine == "halves":
@@ -104,18 +114,30 @@ def cut_in_two(corpus: str, output: str, separator: bytes = b"<|endoftext|>") ->
 
 def run_twins(corpora: list, tokenizer: str, output: str) -> dict:
     """Two single-worker encode_file runs at once, one per corpus, each in its own
-    process; the time until both are done, and their tokens together."""
+    process; the time from the first's start until both are done, and their
+    tokens together.
+
+    Both processes load the tokenizer, then wait for one agreed instant to
+    start. Timed each on its own, a twin that started while the other was
+    still loading ran alone for a while, faster: the control flattered the
+    machine by the skew between their starts. The result also gives that
+    skew and the slower twin's own time (``own_seconds``)."""
     import subprocess
 
+    start_at = time.time() + TWIN_START_DELAY
     twins = [subprocess.Popen([sys.executable, __file__, "--corpus", corpus, "--tokenizer", tokenizer,
-                               "--one", "bpe", "1", "--output", f"{output}.{k}"],
+                               "--one", "bpe", "1", "--output", f"{output}.{k}",
+                               "--start-at", repr(start_at)],
                               stdout=subprocess.PIPE, text=True) for k, corpus in enumerate(corpora)]
     results = [json.loads(twin.communicate()[0].splitlines()[-1]) for twin in twins]
     for k in range(2):
         remove_token_array(f"{output}.{k}")
     if corpora[0] == corpora[1]:
         assert results[0]["tokens"] == results[1]["tokens"]
-    return {"seconds": max(result["seconds"] for result in results),
+    starts = [result["started"] for result in results]
+    return {"seconds": max(result["ended"] for result in results) - min(starts),
+            "own_seconds": max(result["seconds"] for result in results),
+            "start_skew": max(starts) - min(starts),
             "tokens": sum(result["tokens"] for result in results)}
 
 
@@ -133,10 +155,11 @@ def main() -> None:
                         help="read the corpus just before each run, so that no run reads from disk")
     parser.add_argument("--one", nargs=2, help=argparse.SUPPRESS)   # internal: ENGINE WORKERS
     parser.add_argument("--output", help=argparse.SUPPRESS)
+    parser.add_argument("--start-at", type=float, help=argparse.SUPPRESS)   # internal: a twin's start
     args = parser.parse_args()
     if args.one:
         print(json.dumps(run_one(args.one[0], args.corpus, args.tokenizer, int(args.one[1]),
-                                 args.output)))
+                                 args.output, args.start_at)))
         return
     size_mb = os.path.getsize(args.corpus) / 1e6
     print(f"corpus {os.path.basename(args.corpus)} ({size_mb:.0f} MB), tokenizer {args.tokenizer}")
@@ -169,7 +192,9 @@ def main() -> None:
             mb = encoded_mb(engine, size_mb)
             seconds[item].append(result["seconds"])
             print(f"{label:<27} {result['seconds']:>8.2f} {mb / result['seconds']:>7.1f} "
-                  f"{result['peak_rss_mib']:>13.0f} {result['tokens']:>12}", flush=True)
+                  f"{result['peak_rss_mib']:>13.0f} {result['tokens']:>12}"
+                  + (f"  (starts {1e3 * result['start_skew']:.0f} ms apart; the slower alone "
+                     f"{result['own_seconds']:.2f} s)" if "start_skew" in result else ""), flush=True)
             if args.json:
                 with open(args.json, "a") as f:
                     f.write(json.dumps({"engine": engine, "workers": workers,
