@@ -9,13 +9,16 @@
 # 2 MiB: L2 on a core with 2 MiB of it, L3 on one with 512 KiB, as Zen 3).
 # This holds while ids and ranks fit 21 bits each (every vocabulary of up to
 # two million tokens); a larger one keeps the pair map ("wide").
+# The slots are on huge pages where the OS gives them (``mem_alloc_huge``), as
+# the caches' are: a cold call probes them at random, and on 4 KiB pages each
+# probe could also miss the TLB (512 pages for gpt2, beside the caches').
 #
 # Every pre-token's first round of lookups is of byte pairs, so their ranks
 # are also kept in a grid by the two bytes: no hash, and a 256 KiB table.
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from libc.string cimport memset
 
-from bpe._memory cimport mem_alloc, mem_free, prefetch
+from bpe._memory cimport mem_alloc, mem_alloc_huge, mem_free, prefetch
 from bpe._pairmap cimport PairMap, pairmap_free, pairmap_get, pairmap_init, pairmap_prefetch, pairmap_set
 from bpe._types cimport pack_pair, token_t
 
@@ -69,7 +72,7 @@ cdef inline int pairranks_init(PairRanks* t, int64_t expected, int64_t id_limit,
         return pairmap_init(&t.pairs, 2 * expected)
     while n < 2 * expected:
         n *= 2
-    t.slots = <uint64_t*>mem_alloc(n * sizeof(uint64_t))
+    t.slots = <uint64_t*>mem_alloc_huge(n * sizeof(uint64_t))
     if t.slots == NULL:
         return -1
     memset(t.slots, 0xFF, n * sizeof(uint64_t))                   # EMPTY_SLOT everywhere
@@ -123,7 +126,7 @@ cdef inline int _grow(PairRanks* t) noexcept nogil:
     cdef uint64_t* old = t.slots
     cdef int64_t old_n = t.mask + 1
     cdef int64_t i, n = 2 * old_n
-    t.slots = <uint64_t*>mem_alloc(n * sizeof(uint64_t))
+    t.slots = <uint64_t*>mem_alloc_huge(n * sizeof(uint64_t))
     if t.slots == NULL:
         t.slots = old
         return -1
