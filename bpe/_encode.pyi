@@ -6,6 +6,8 @@ import numpy.typing as npt
 from bpe._lists import PrebuiltInts
 
 def short_cache_sizes(first: Optional[int] = None, largest: Optional[int] = None) -> tuple[int, int]: ...
+def group_after_misses(misses: Optional[int] = None) -> int: ...
+def merged_ids_by_offset(enabled: Optional[bool] = None) -> bool: ...
 
 class Session:
     @property
@@ -17,6 +19,10 @@ class EncodeKernel:
     def __init__(self, byte_ids: npt.NDArray[np.int32], token_data: npt.NDArray[np.uint8],
                  token_offsets: npt.NDArray[np.int64], token_ids: npt.NDArray[np.int32],
                  ranked_ids: npt.NDArray[np.int32]) -> None: ...
+    @property
+    def pair_table(self) -> tuple[str, int, int]: ...
+    @property
+    def merged_ids(self) -> str: ...
     def encode_texts(self, session: Session, data: npt.NDArray[np.uint8], text_offsets: npt.NDArray[np.int64],
                      pattern: int, needles: Sequence[bytes], needle_ids: npt.NDArray[np.uint32],
                      out: Optional[npt.NDArray[np.uint32]] = None

@@ -9,7 +9,7 @@ is that token's place in merge order. The kernel keeps
 
 * ``pairs``: the rank of each pair of ids (``bpe/_pairranks.pxd``: packed
   slots, and a grid for pairs of bytes), with ``merged_id[rank]`` the
-  resulting token, built once per tokenizer;
+  resulting token (``_merged``), built once per tokenizer;
 * ``tokens``: byte string -> id, so a pre-token that is itself a token maps
   straight to it (tiktoken does the same);
 * per call, a cache from pre-token bytes to its ids: text repeats its words.
@@ -152,6 +152,10 @@ cdef int64_t _short_cache_max_slots = SHORT_CACHE_MAX_SLOTS
 # Misses in a batch after which the next merges its new pre-tokens side by side:
 # GROUP_AFTER_MISSES, unless a test forces that path always (0) or never.
 cdef Py_ssize_t _group_after_misses = GROUP_AFTER_MISSES
+# Whether kernels made from now on add a merge's rank to an offset where ids
+# follow ranks (``EncodeKernel._merged``): True, unless a test reads
+# ``merged_id`` for every vocabulary.
+cdef bint _merged_in_order = True
 
 
 def short_cache_sizes(first=None, largest=None):
@@ -180,6 +184,21 @@ def group_after_misses(misses=None):
         if not isinstance(misses, int) or misses < -1:
             raise ValueError(f"misses must be an int >= -1, not {misses!r}")
         _group_after_misses = misses
+    return before
+
+
+def merged_ids_by_offset(enabled=None):
+    """Whether kernels made from now on find a merge's token by adding an
+    offset to its rank where every merged id follows its rank
+    (``EncodeKernel._merged``); given ``enabled`` (a bool), it is set, and the
+    setting before returned. For tests, which force the table on vocabularies
+    in order too."""
+    global _merged_in_order
+    before = bool(_merged_in_order)
+    if enabled is not None:
+        if not isinstance(enabled, bool):
+            raise ValueError(f"enabled must be a bool, not {enabled!r}")
+        _merged_in_order = enabled
     return before
 
 
@@ -376,6 +395,11 @@ cdef class EncodeKernel:
         PairRanks pairs
         token_t* merged_id
         int32_t n_ranks
+        # merged_id[rank] == rank + merged_offset for every rank: the id follows
+        # the rank, as in GPT-2's, tiktoken's and every vocabulary trained here
+        # (256 bytes, the specials, then one token per merge). See ``_merged``.
+        bint merged_in_order
+        int64_t merged_offset
 
     def __cinit__(self, const token_t[::1] byte_ids, const uint8_t[::1] token_data,
                   const offset_t[::1] token_offsets, const token_t[::1] token_ids,
@@ -446,6 +470,9 @@ cdef class EncodeKernel:
                                      token_data.shape[0] - start) < 0:
                 raise MemoryError()
         pairranks_fill_bytes(&self.pairs, self.byte_ids)
+        self.merged_offset = ranked_ids[0] if self.n_ranks > 0 else 0
+        self.merged_in_order = _merged_in_order and bool(np.array_equal(
+            np.asarray(ranked_ids, dtype=np.int64), self.merged_offset + np.arange(self.n_ranks)))
 
     cdef int _register_splits(self, int32_t rank, const uint8_t* token, int64_t length,
                               int64_t readable) noexcept nogil:
@@ -521,6 +548,12 @@ cdef class EncodeKernel:
             return "wide", self.pairs.pairs.size, self.pairs.pairs.mask + 1
         return "packed", self.pairs.size, self.pairs.mask + 1
 
+    @property
+    def merged_ids(self):
+        """How a merge's token is found: "offset" (its rank plus one offset: the
+        ids follow the ranks) or "table" (``merged_id``), for tests to know."""
+        return "offset" if self.merged_in_order else "table"
+
     def __dealloc__(self):
         bytestable_free(&self.tokens)
         shortcache_free(&self.short_tokens)
@@ -529,6 +562,17 @@ cdef class EncodeKernel:
 
     cdef inline int32_t _rank(self, token_t left, token_t right) noexcept nogil:
         return pair_rank(&self.pairs, left, right)
+
+    cdef inline token_t _merged(self, uint32_t rank) noexcept nogil:
+        """The token that ``rank`` makes.
+
+        Where ids follow ranks, an addition: a merge's new token is what its
+        next pair lookups are keyed by, and reading it from ``merged_id``
+        (200 KB for gpt2, 800 KB for o200k: L2 or L3 in a cold call) put a
+        dependent load on every merge's critical path."""
+        if self.merged_in_order:
+            return <token_t>(rank + self.merged_offset)
+        return self.merged_id[rank]
 
     cdef int _merge_short(self, const uint8_t* piece, int64_t n, int32_t max_rank,
                           Ids* out) noexcept nogil:
@@ -580,7 +624,7 @@ cdef class EncodeKernel:
             # Stale if the part was absorbed, or its pair changed since the push.
             if token[position] < 0 or q >= n or self._rank(token[position], token[q]) != rank:
                 continue
-            token[position] = self.merged_id[rank]
+            token[position] = self._merged(rank)
             token[q] = -1
             next_part[position] = next_part[q]
             if next_part[q] < n:
@@ -911,8 +955,10 @@ cdef class EncodeKernel:
 
     cdef inline void _prefetch_merged(self, uint32_t rank) noexcept nogil:
         """Start loading the id that ``rank`` makes (``merged_id``: 200 KB for
-        gpt2, mostly out of L1 and L2 in a cold call), if it is one."""
-        prefetch(&self.merged_id[rank if rank < <uint32_t>self.n_ranks else 0])
+        gpt2, mostly out of L1 and L2 in a cold call), if it is one and is
+        read (``_merged``)."""
+        if not self.merged_in_order:
+            prefetch(&self.merged_id[rank if rank < <uint32_t>self.n_ranks else 0])
 
     cdef inline bint _merge_step(self, Merging* w, int32_t max_rank) noexcept nogil:
         """One merge of ``w``, by pairs of rank below ``max_rank``: the lowest rank
@@ -938,7 +984,7 @@ cdef class EncodeKernel:
                 at = i
         if at < 0:
             return False
-        w.token[at] = self.merged_id[best]
+        w.token[at] = self._merged(best)
         close_gap(w.token, at + 1, m - 1)    # the gap left by token[at + 1]
         close_gap(w.ranks, at + 1, m - 1)
         m -= 1

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 import bpe
 import bpe.encoder
 from bpe import pure
-from bpe._encode import group_after_misses, short_cache_sizes
+from bpe._encode import group_after_misses, merged_ids_by_offset, short_cache_sizes
 from bpe.formats import flatten
 
 from conftest import SHAKESPEARE, misses_merged, random_corpus, small_short_caches
@@ -732,8 +732,36 @@ def test_the_kernel_finds_ranked_tokens_by_sparse_ids_too(miss_path):
                   else array for name, array in arrays.items()}
         encoder = Encoder(scaled, tok.pattern, {})
         assert encoder._kernel.pair_table[0] == layout
+        assert encoder._kernel.merged_ids == "table"       # ids three or more apart: not by offset
         ids = encoder.encode_strs([text], [])[0]
         assert np.array_equal(ids, expected * scale)
+
+
+@pytest.mark.parametrize("by_offset", [True, False], ids=["offset", "table"])
+def test_a_merge_finds_its_token_by_offset_or_by_table_alike(by_offset, miss_path):
+    # Where every merged id follows its rank (GPT-2's, tiktoken's, every trained
+    # vocabulary) a merge's token is its rank plus an offset; elsewhere it is
+    # read from a table. Each way forced on the same vocabularies, ids must
+    # equal tiktoken's (new pre-tokens of every length: merged on each path).
+    rng = np.random.default_rng(5)
+    words = [" " + "".join(rng.choice(list("aeioubcdfghlmnrst"), size=int(rng.integers(2, 40))))
+             for _ in range(600)]
+    text = "".join(words) + open(SHAKESPEARE, encoding="utf-8").read()[:20_000]
+    before = merged_ids_by_offset(by_offset)
+    try:
+        for name in ("gpt2", "o200k_base"):
+            tok = bpe.load(name)
+            encoder = bpe.encoder.Encoder(tok.encoder._arrays, tok.pattern, {})
+            assert encoder._kernel.merged_ids == ("offset" if by_offset else "table")
+            assert encoder.encode_strs([text], [])[0].tolist() == get_encoding(name).encode_ordinary(text)
+    finally:
+        merged_ids_by_offset(before)
+    # 256 bytes, a special, then one token per merge: in order, by default.
+    trained = bpe.train_from_iterator([random_corpus(3, special="<|endoftext|>")], 256 + 1 + 100,
+                                      ["<|endoftext|>"], num_workers=1)
+    assert trained.encoder._kernel.merged_ids == "offset"
+    with pytest.raises(ValueError, match="enabled must be a bool"):
+        merged_ids_by_offset(1)
 
 
 def test_pairs_past_the_expected_number_grow_the_table():
