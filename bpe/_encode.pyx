@@ -459,9 +459,13 @@ cdef class EncodeKernel:
                     slot.ids[0] = token_id      # the later id, as in the token table
         entry_of_id = _entry_of_id(token_ids, ranked_ids)
         cdef const int64_t[::1] entry_of = entry_of_id
+        self.merged_offset = ranked_ids[0] if self.n_ranks > 0 else 0
+        self.merged_in_order = _merged_in_order
         # Every split of a merged token into two tokens is a pair that makes it.
         for k in range(self.n_ranks):
             self.merged_id[k] = ranked_ids[k]
+            if ranked_ids[k] != self.merged_offset + k:
+                self.merged_in_order = False
             t = entry_of[k]
             if t < 0:
                 raise ValueError(f"ranked id {ranked_ids[k]} (rank {k}) is not among the token ids")
@@ -470,9 +474,6 @@ cdef class EncodeKernel:
                                      token_data.shape[0] - start) < 0:
                 raise MemoryError()
         pairranks_fill_bytes(&self.pairs, self.byte_ids)
-        self.merged_offset = ranked_ids[0] if self.n_ranks > 0 else 0
-        self.merged_in_order = _merged_in_order and bool(np.array_equal(
-            np.asarray(ranked_ids, dtype=np.int64), self.merged_offset + np.arange(self.n_ranks)))
 
     cdef int _register_splits(self, int32_t rank, const uint8_t* token, int64_t length,
                               int64_t readable) noexcept nogil:
