@@ -2,7 +2,9 @@
 split into documents, cold (empty caches: bpe's cleared, fresh peer objects, and
 fresh str objects, whose cached UTF-8 some peers would otherwise reuse:
 ``_measure.fresh_copies``) and warm (the same documents again), best of
-interleaved rounds, ids asserted equal.
+interleaved rounds, ids asserted equal. In one call, the median of the
+rounds is printed too, and the median of each round's bpe / gigatoken ratio:
+on a noisy machine a best can be one lucky round.
 
 Two ways of calling, both reported:
 * batch: all documents in one call, flat ids out (bpe's kernel call against
@@ -27,6 +29,7 @@ import gzip
 import json
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -136,40 +139,63 @@ def main() -> None:
         make = gigatoken_factory(name, tok)
         reference = get_encoding(name)
         engines = ("bpe", "gigatoken", "tiktoken")
-        best = {(engine, kind): float("inf") for engine in engines for kind in ("cold", "warm")}
-        for _ in range(args.rounds):
+        times = {(engine, kind): [] for engine in engines for kind in ("cold", "warm")}
+        def run_bpe():
             tok.clear_cache()
             texts = fresh_copies(documents)    # cold: str objects no engine has read
             for kind in ("cold", "warm"):
                 start = time.perf_counter()
                 ids, _ = tok.encoder.encode_strs(texts, [])
-                best["bpe", kind] = min(best["bpe", kind], time.perf_counter() - start)
+                times["bpe", kind].append(time.perf_counter() - start)
+            return ids
+
+        def run_gigatoken():
             giga = make()
             texts = fresh_copies(documents)
             for kind in ("cold", "warm"):
                 start = time.perf_counter()
                 theirs = giga.encode_batch(texts, parallel=False)
-                best["gigatoken", kind] = min(best["gigatoken", kind], time.perf_counter() - start)
-            assert np.array_equal(ids, awkward.to_numpy(awkward.flatten(theirs))), name
+                times["gigatoken", kind].append(time.perf_counter() - start)
+            return awkward.to_numpy(awkward.flatten(theirs))
+
+        def run_tiktoken():
             # tiktoken keeps no cache: cold and warm are two runs of the same thing
             fresh = fresh_tiktoken(name, reference)
             texts = fresh_copies(documents)
             for kind in ("cold", "warm"):
                 start = time.perf_counter()
                 lists = fresh.encode_ordinary_batch(texts, num_threads=1)
-                best["tiktoken", kind] = min(best["tiktoken", kind], time.perf_counter() - start)
-            assert np.array_equal(ids, np.fromiter((i for ids_ in lists for i in ids_), dtype=np.uint32)), name
-        rates = {engine: {kind: mb / best[engine, kind] for kind in ("cold", "warm")} for engine in engines}
-        ratios = (f"cold {rates['bpe']['cold'] / rates['gigatoken']['cold']:.2f}x, "
-                  f"warm {rates['bpe']['warm'] / rates['gigatoken']['warm']:.2f}x")
+                times["tiktoken", kind].append(time.perf_counter() - start)
+            return np.fromiter((i for ids_ in lists for i in ids_), dtype=np.uint32)
+
+        runs = [("bpe", run_bpe), ("gigatoken", run_gigatoken), ("tiktoken", run_tiktoken)]
+        for round_ in range(args.rounds):
+            # The order turns round every round, so that no engine always
+            # follows the same one.
+            ids = {engine: run() for engine, run in (runs if round_ % 2 == 0 else runs[::-1])}
+            for engine in ("gigatoken", "tiktoken"):
+                assert np.array_equal(ids["bpe"], ids[engine]), (engine, name)
+        rates = {engine: {kind: mb / min(times[engine, kind]) for kind in ("cold", "warm")} for engine in engines}
+        medians = {engine: {kind: mb / statistics.median(times[engine, kind]) for kind in ("cold", "warm")}
+                   for engine in engines}
+        # Each round's bpe against the same round's gigatoken: the two met the
+        # same machine, so the median of these drifts less than a ratio of bests.
+        per_round = {kind: statistics.median(g / b for b, g in zip(times["bpe", kind], times["gigatoken", kind]))
+                     for kind in ("cold", "warm")}
+        ratios = (f"best cold {rates['bpe']['cold'] / rates['gigatoken']['cold']:.2f}x, "
+                  f"warm {rates['bpe']['warm'] / rates['gigatoken']['warm']:.2f}x; "
+                  f"median per round cold {per_round['cold']:.2f}x, warm {per_round['warm']:.2f}x")
         print(f"{name:<12} " + "  ".join(f"{engine} {rate['cold']:.0f} / {rate['warm']:.0f}"
                                         for engine, rate in rates.items())
-              + f"   (cold / warm; bpe / gigatoken: {ratios})", flush=True)
+              + f"   (cold / warm, best; bpe / gigatoken: {ratios})", flush=True)
+        print(f"{'':<12} median MB/s: " + "  ".join(f"{engine} {rate['cold']:.0f} / {rate['warm']:.0f}"
+                                                    for engine, rate in medians.items()), flush=True)
         if args.json:
             with open(args.json, "a", encoding="utf-8") as f:
                 f.write(json.dumps({"encoding": name, "corpus": os.path.basename(args.corpus), "mb": mb,
-                                    "documents": len(documents), "mode": "batch",
-                                    "mb_per_s": rates}) + "\n")
+                                    "documents": len(documents), "mode": "batch", "rounds": args.rounds,
+                                    "mb_per_s": rates, "median_mb_per_s": medians,
+                                    "bpe_over_gigatoken_per_round": per_round}) + "\n")
 
 
 if __name__ == "__main__":
