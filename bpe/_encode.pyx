@@ -21,7 +21,7 @@ serves one call at a time, so one EncodeKernel is safely shared by threads
 that encode at the same time.
 """
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t, uintptr_t
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memmove
 
 import numpy as np
 
@@ -130,6 +130,7 @@ cdef struct Scratch:
     Bytes text           # the call's non-ASCII str texts, as UTF-8
     ShortCache short     # pre-tokens of up to SHORT_KEY_BYTES bytes -> their ids (see bpe/_shortcache.pxd)
     Ids cached           # ids of the other cached pre-tokens, sliced by the cache's values
+    Ids held             # a cold batch's misses' ids, until they go in among its hits' (``_encode_cold``)
     BytesTable cache     # their bytes -> (offset in cached) << 16 | count
     uint64_t cache_era   # how often ``cache`` started afresh: older short-cache markers point at nothing
     # Work arrays for merging one pre-token, grown as needed, each with its own capacity.
@@ -209,6 +210,9 @@ cdef int scratch_init(Scratch* s) noexcept nogil:
     s.cached.data = NULL
     s.cached.size = s.cached.capacity = 0
     s.cached.borrowed = False
+    s.held.data = NULL
+    s.held.size = s.held.capacity = 0
+    s.held.borrowed = False
     s.text.data = NULL
     s.text.capacity = 0
     s.part_token = NULL
@@ -228,6 +232,7 @@ cdef int scratch_init(Scratch* s) noexcept nogil:
 cdef void scratch_free(Scratch* s) noexcept nogil:
     mem_free(s.out.data)
     mem_free(s.cached.data)
+    mem_free(s.held.data)
     mem_free(s.text.data)
     mem_free(s.part_token)
     mem_free(s.part_next)
@@ -802,8 +807,11 @@ cdef class EncodeKernel:
         in the short cache prefetched; then they are looked up. Each pass is a
         short loop with no branch on what the text says, and the lookups find
         their cache lines on the way. While the session is cold (the batch
-        before missed GROUP_AFTER_MISSES or more), a pass between the last two
-        finds the batch's new pre-tokens and caches their ids (``_merge_new``).
+        before missed GROUP_AFTER_MISSES or more), the lookup pass notes the
+        batch's misses as it copies its hits, the new ones are merged side by
+        side, and the misses' ids go in among the hits' (``_encode_cold``);
+        where the output has no room left for that, a pass before the lookup
+        finds and caches the new ones (``_merge_new``).
         """
         cdef Py_ssize_t i = 0
         cdef Py_ssize_t batch, new, missed
@@ -826,17 +834,23 @@ cdef class EncodeKernel:
             # growing moves every entry, and the keys hold their home slots.
             shortcache_make_room(&s.short, batch)
             short_keys(keys, data, n, i, ends, batch, &s.short)
-            new = 0
-            if cold:
-                # Cold: most of the batch's misses can be found, and merged
-                # side by side, before it is looked up.
-                new = self._merge_new(s, data, ends, keys, batch)
-                if new < 0:
+            if cold and s.out.size + OUT_SLACK * batch <= s.out.capacity:
+                # Cold: the batch's misses are found as its hits are copied,
+                # merged side by side, then put in among them.
+                missed = self._encode_cold(s, data, ends, keys, batch)
+                if missed < 0:
                     return -1
-            missed = self._encode_batch(s, data, ends, keys, batch)
-            if missed < 0:
-                return -1
-            s.missed = new + missed
+                s.missed = missed
+            else:
+                new = 0
+                if cold:
+                    new = self._merge_new(s, data, ends, keys, batch)
+                    if new < 0:
+                        return -1
+                missed = self._encode_batch(s, data, ends, keys, batch)
+                if missed < 0:
+                    return -1
+                s.missed = new + missed
             if batch > SCAN_BATCH:          # a cold batch's, as if of SCAN_BATCH
                 s.missed = s.missed * SCAN_BATCH // batch
             i = ends[batch - 1]
@@ -857,13 +871,8 @@ cdef class EncodeKernel:
         turn while each one's answers are on their way. A place in the group
         takes the next new pre-token as soon as its own is done, so the group
         stays full until the batch's last few."""
-        cdef Merging group[MERGE_GROUP]
-        cdef Py_ssize_t place[MERGE_GROUP]       # the group's places still merging
-        cdef Py_ssize_t member[MERGE_GROUP]      # the key of each place's pre-token
         cdef Py_ssize_t fresh[COLD_BATCH + FILL_SLACK]   # the keys in neither session cache
-        cdef Py_ssize_t j, k, g, n_fresh = 0, taken = 0, n_live = 0
-        cdef int64_t n
-        cdef ShortKey key
+        cdef Py_ssize_t k, n_fresh = 0
         # First the session's cache, each miss's short token prefetched; then
         # the short tokens, the lines on their way meanwhile.
         for k in range(count):
@@ -871,15 +880,35 @@ cdef class EncodeKernel:
             # single bytes at random, is a mispredicted branch for each.
             if pair_holding(&keys[k]) != NULL:
                 continue
-            n = ends[k] - ends[k - 1]
-            if n < 2 or n > SHORT_KEY_BYTES:
-                continue
-            batch_key_hashed(&key, &keys[k])
-            if shortcache_holds(shortcache_slot(&s.short, &key)):
-                continue
-            prefetch(shortcache_home(&self.short_tokens, key.hash))
-            fresh[n_fresh] = k
-            n_fresh += 1
+            if self._is_new(s, &keys[k], ends[k] - ends[k - 1]):
+                fresh[n_fresh] = k
+                n_fresh += 1
+        if self._merge_fresh(s, data, ends, keys, fresh, n_fresh) < 0:
+            return -1
+        return n_fresh
+
+    cdef inline bint _is_new(self, Scratch* s, const BatchKey* batch_key, int64_t n) noexcept nogil:
+        """Whether a pre-token of ``n`` bytes, not in its home pair, is a short
+        one in neither session cache; if so, its slot in the short tokens is
+        prefetched, to be asked next."""
+        cdef ShortKey key
+        if n < 2 or n > SHORT_KEY_BYTES:
+            return False
+        batch_key_hashed(&key, batch_key)
+        if shortcache_holds(shortcache_slot(&s.short, &key)):
+            return False
+        prefetch(shortcache_home(&self.short_tokens, key.hash))
+        return True
+
+    cdef int _merge_fresh(self, Scratch* s, const uint8_t* data, const Py_ssize_t* ends,
+                          const BatchKey* keys, const Py_ssize_t* fresh, Py_ssize_t n_fresh) noexcept nogil:
+        """Cache the ids of the batch's pre-tokens ``fresh`` (keys of short ones
+        in neither session cache when they were found), MERGE_GROUP side by
+        side (see ``_merge_new``). -1 when out of memory."""
+        cdef Merging group[MERGE_GROUP]
+        cdef Py_ssize_t place[MERGE_GROUP]       # the group's places still merging
+        cdef Py_ssize_t member[MERGE_GROUP]      # the key of each place's pre-token
+        cdef Py_ssize_t j, k, g, taken = 0, n_live = 0
         while n_live < MERGE_GROUP:
             k = self._start_next(s, data, ends, keys, fresh, n_fresh, &taken, &group[n_live])
             if k < 0:
@@ -904,7 +933,87 @@ cdef class EncodeKernel:
                 else:
                     n_live -= 1
                     place[j] = place[n_live]
-        return n_fresh
+        return 0
+
+    cdef Py_ssize_t _encode_cold(self, Scratch* s, const uint8_t* data, const Py_ssize_t* ends,
+                                 const BatchKey* keys, Py_ssize_t count) noexcept nogil:
+        """``_merge_new`` and ``_encode_batch`` in one pass over a cold batch.
+
+        The pass copies each hit's ids, as ``_encode_batch`` does, and notes
+        each miss and where its ids go; the new short ones are merged side by
+        side (``_merge_fresh``); then every miss is encoded as
+        ``_encode_batch`` would (``_encode_missed``, mostly a hit by now) into
+        ``s.held``, and the hits' ids after each miss are moved up to make
+        its room. Why: in a cold call, the pass of ``_merge_new`` that only
+        found the misses, and the lookup after it, were two passes over
+        every pre-token of the batch for two or three new ones.
+
+        ``s.out`` has room for ``count`` hits' OUT_SLACK lanes (the caller
+        checks) and for the batch's ids (at most one a byte). Returns how
+        many were in neither session cache (as the two would), or -1 when
+        out of memory."""
+        cdef Py_ssize_t fresh[COLD_BATCH + FILL_SLACK]      # new short ones
+        cdef Py_ssize_t miss_key[COLD_BATCH + FILL_SLACK]   # each miss's key
+        cdef int64_t miss_at[COLD_BATCH + FILL_SLACK]       # where its ids go, among the hits'
+        cdef int64_t miss_end[COLD_BATCH + FILL_SLACK]      # where its ids end in s.held
+        cdef Py_ssize_t k, i, n_fresh = 0, n_miss = 0, missed = 0
+        cdef int64_t n, size, end, hits_end, length, miss_bytes = 0
+        cdef int status = 0
+        cdef ShortEntry* entry
+        cdef Ids own
+        cdef out_id_t* out = s.out.data
+        size = s.out.size
+        for k in range(count):
+            entry = pair_holding(&keys[k])
+            if entry != NULL:
+                size += copy_ids(out + size, entry.ids)
+                continue
+            n = ends[k] - ends[k - 1]
+            miss_key[n_miss] = k
+            miss_at[n_miss] = size
+            n_miss += 1
+            miss_bytes += n
+            if self._is_new(s, &keys[k], n):
+                fresh[n_fresh] = k
+                n_fresh += 1
+        s.out.size = size
+        if n_miss == 0:
+            return 0
+        if self._merge_fresh(s, data, ends, keys, fresh, n_fresh) < 0:
+            return -1
+        # The misses' ids, in turn, into s.held (lent to s.out meanwhile: the
+        # calls write there).
+        own = s.out
+        s.out = s.held
+        s.out.size = 0
+        status = ids_reserve(&s.out, miss_bytes + OUT_SLACK)
+        i = 0
+        while status >= 0 and i < n_miss:
+            k = miss_key[i]
+            status = self._encode_missed(s, data + ends[k - 1], ends[k] - ends[k - 1], &keys[k])
+            missed += status
+            miss_end[i] = s.out.size
+            i += 1
+        s.held = s.out
+        s.out = own
+        if status < 0:
+            return -1
+        # From the last miss back: the hits' ids after it move up by the
+        # misses' ids up to it, which go in before them.
+        hits_end = size
+        end = size + s.held.size
+        i = n_miss - 1
+        while i >= 0:
+            length = hits_end - miss_at[i]
+            end -= length
+            memmove(out + end, out + miss_at[i], length * sizeof(out_id_t))
+            length = miss_end[i] - (miss_end[i - 1] if i > 0 else 0)
+            end -= length
+            memcpy(out + end, s.held.data + miss_end[i] - length, length * sizeof(out_id_t))
+            hits_end = miss_at[i]
+            i -= 1
+        s.out.size = size + s.held.size
+        return n_fresh + missed
 
     cdef inline Py_ssize_t _start_next(self, Scratch* s, const uint8_t* data, const Py_ssize_t* ends,
                                        const BatchKey* keys, const Py_ssize_t* fresh, Py_ssize_t n_fresh,

@@ -574,6 +574,41 @@ def test_a_batch_of_new_pre_tokens_fills_several_groups(pair, miss_path):
     assert tok.encode_ordinary(text) == reference.encode_ordinary(text)
 
 
+def test_a_cold_batch_puts_its_misses_ids_in_among_its_hits(pair):
+    # Every batch cold: a batch's hits are copied as the pass meets them, and
+    # its misses' ids go in among them afterwards (``_encode_cold``). Misses
+    # of every kind (new short words, words of five or more ids, pieces longer
+    # than a short key, one-byte pre-tokens) between hits, each in its place.
+    # A text of one-byte pre-tokens leaves its last batches too little room
+    # for the hits' four-lane copies: those take the two passes instead.
+    tok, reference = pair
+    rng = np.random.default_rng(23)
+    letters = list("bcdfghjklmnpqrstvwxz")
+    pieces = []
+    for i in range(3000):
+        kind = i % 6
+        if kind == 0:
+            pieces.append(" " + "".join(rng.choice(letters, size=int(rng.integers(2, 15)))))
+        elif kind == 1:
+            pieces.append(" " + "".join(rng.choice(list("qxzjkvwyQXZ"), size=12)))
+        elif kind == 2:
+            pieces.append(" " + "".join(rng.choice(letters, size=int(rng.integers(16, 40)))))
+        elif kind == 3:
+            pieces.append(str(rng.choice(list("!?;:"))) + "\n")
+        else:
+            pieces.append(str(rng.choice([" the", " and", " of", ",", " to"])))
+    text = "".join(pieces)
+    one_byte = "".join(str(letter) + "\n" for letter in rng.choice(letters, size=3000))
+    with misses_merged("batched"):
+        for sample in (text, one_byte):
+            tok.clear_cache()
+            assert tok.encode_ordinary(sample) == reference.encode_ordinary(sample)
+            assert tok.encode_ordinary(sample) == reference.encode_ordinary(sample)
+        tok.clear_cache()
+        assert tok.encode_batch([text, one_byte, text], num_threads=1) == \
+            [reference.encode_ordinary(t) for t in (text, one_byte, text)]
+
+
 def test_the_miss_path_hook_names_a_bad_setting():
     before = group_after_misses()
     for bad in (-2, 1.5, "0"):
