@@ -81,7 +81,7 @@ cdef enum:
     OUT_SLACK = INLINE_IDS           # ids a short-cache hit writes: its four lanes, copied at once
     PAIR_BATCH = 16                  # pairs of a token prefetched before they are entered
     GAP_SLACK = 4                    # entries past a short array of parts that close_gap may touch
-    MERGE_GROUP = 16                 # new short pre-tokens merged side by side (``_merge_new``)
+    MERGE_GROUP = 16                 # new short pre-tokens merged side by side (``_merge_fresh``)
     GROUP_AFTER_MISSES = 2           # a batch after one with this many misses merges its new ones side by side
 
 cdef enum:                           # what _encode_piece's caller knows of the piece
@@ -118,7 +118,7 @@ cdef inline int bytes_reserve(Bytes* b, int64_t n) noexcept nogil:
 
 cdef struct Merging:
     # A pre-token of up to SHORT_PIECE bytes being merged (``_merge_step``),
-    # alone or among others (``_merge_new``).
+    # alone or among others (``_merge_fresh``).
     token_t token[SHORT_PIECE + GAP_SLACK]   # its parts
     uint32_t ranks[SHORT_PIECE + GAP_SLACK]  # ranks[i]: of parts i and i + 1; -1 (the largest) if they do not merge
     int32_t m                        # parts left
@@ -176,7 +176,7 @@ def short_cache_sizes(first=None, largest=None):
 
 def group_after_misses(misses=None):
     """How many misses in a batch make the next merge its new short pre-tokens
-    side by side (``EncodeKernel._merge_new``); given ``misses`` (an int: 0
+    side by side (``EncodeKernel._encode_cold``); given ``misses`` (an int: 0
     for every batch, -1 for none), it is set, and the number before returned.
     For tests, which force either path."""
     global _group_after_misses
@@ -809,12 +809,10 @@ cdef class EncodeKernel:
         their cache lines on the way. While the session is cold (the batch
         before missed GROUP_AFTER_MISSES or more), the lookup pass notes the
         batch's misses as it copies its hits, the new ones are merged side by
-        side, and the misses' ids go in among the hits' (``_encode_cold``);
-        where the output has no room left for that, a pass before the lookup
-        finds and caches the new ones (``_merge_new``).
+        side, and the misses' ids go in among the hits' (``_encode_cold``).
         """
         cdef Py_ssize_t i = 0
-        cdef Py_ssize_t batch, new, missed
+        cdef Py_ssize_t batch, missed
         cdef bint cold
         cdef Scanner scanner
         cdef Py_ssize_t ends_from_start[1 + COLD_BATCH + FILL_SLACK]
@@ -834,58 +832,19 @@ cdef class EncodeKernel:
             # growing moves every entry, and the keys hold their home slots.
             shortcache_make_room(&s.short, batch)
             short_keys(keys, data, n, i, ends, batch, &s.short)
-            if cold and s.out.size + OUT_SLACK * batch <= s.out.capacity:
+            if cold:
                 # Cold: the batch's misses are found as its hits are copied,
                 # merged side by side, then put in among them.
                 missed = self._encode_cold(s, data, ends, keys, batch)
-                if missed < 0:
-                    return -1
-                s.missed = missed
             else:
-                new = 0
-                if cold:
-                    new = self._merge_new(s, data, ends, keys, batch)
-                    if new < 0:
-                        return -1
                 missed = self._encode_batch(s, data, ends, keys, batch)
-                if missed < 0:
-                    return -1
-                s.missed = new + missed
+            if missed < 0:
+                return -1
+            s.missed = missed
             if batch > SCAN_BATCH:          # a cold batch's, as if of SCAN_BATCH
                 s.missed = s.missed * SCAN_BATCH // batch
             i = ends[batch - 1]
         return 0
-
-    cdef Py_ssize_t _merge_new(self, Scratch* s, const uint8_t* data, const Py_ssize_t* ends,
-                               const BatchKey* keys, Py_ssize_t count) noexcept nogil:
-        """Cache the ids of the short pre-tokens of a batch (as ``_encode_batch``
-        takes it) that are in neither session cache, before ``_encode_batch``
-        looks them up: a token's from the short tokens, the others' merged
-        MERGE_GROUP at a time, side by side. Returns how many there were (a
-        pre-token twice in the batch may count twice), or -1 when out of memory.
-
-        Why: a cold call spends most of its time merging new pre-tokens, and a
-        merge mostly waits for the pair table (megabytes: L3, or memory) to
-        answer what its new part pairs with. One pre-token's next merge needs
-        that answer; another pre-token's does not, so several are merged in
-        turn while each one's answers are on their way. A place in the group
-        takes the next new pre-token as soon as its own is done, so the group
-        stays full until the batch's last few."""
-        cdef Py_ssize_t fresh[COLD_BATCH + FILL_SLACK]   # the keys in neither session cache
-        cdef Py_ssize_t k, n_fresh = 0
-        # First the session's cache, each miss's short token prefetched; then
-        # the short tokens, the lines on their way meanwhile.
-        for k in range(count):
-            # The hit first: a test of the length first, a third of pre-tokens
-            # single bytes at random, is a mispredicted branch for each.
-            if pair_holding(&keys[k]) != NULL:
-                continue
-            if self._is_new(s, &keys[k], ends[k] - ends[k - 1]):
-                fresh[n_fresh] = k
-                n_fresh += 1
-        if self._merge_fresh(s, data, ends, keys, fresh, n_fresh) < 0:
-            return -1
-        return n_fresh
 
     cdef inline bint _is_new(self, Scratch* s, const BatchKey* batch_key, int64_t n) noexcept nogil:
         """Whether a pre-token of ``n`` bytes, not in its home pair, is a short
@@ -903,8 +862,17 @@ cdef class EncodeKernel:
     cdef int _merge_fresh(self, Scratch* s, const uint8_t* data, const Py_ssize_t* ends,
                           const BatchKey* keys, const Py_ssize_t* fresh, Py_ssize_t n_fresh) noexcept nogil:
         """Cache the ids of the batch's pre-tokens ``fresh`` (keys of short ones
-        in neither session cache when they were found), MERGE_GROUP side by
-        side (see ``_merge_new``). -1 when out of memory."""
+        in neither session cache when they were found): a token's from the
+        short tokens, the others' merged MERGE_GROUP at a time, side by side.
+        -1 when out of memory.
+
+        Why: a cold call spends most of its time merging new pre-tokens, and a
+        merge mostly waits for the pair table (megabytes: L3, or memory) to
+        answer what its new part pairs with. One pre-token's next merge needs
+        that answer; another pre-token's does not, so several are merged in
+        turn while each one's answers are on their way. A place in the group
+        takes the next new pre-token as soon as its own is done, so the group
+        stays full until the batch's last few."""
         cdef Merging group[MERGE_GROUP]
         cdef Py_ssize_t place[MERGE_GROUP]       # the group's places still merging
         cdef Py_ssize_t member[MERGE_GROUP]      # the key of each place's pre-token
@@ -937,21 +905,21 @@ cdef class EncodeKernel:
 
     cdef Py_ssize_t _encode_cold(self, Scratch* s, const uint8_t* data, const Py_ssize_t* ends,
                                  const BatchKey* keys, Py_ssize_t count) noexcept nogil:
-        """``_merge_new`` and ``_encode_batch`` in one pass over a cold batch.
+        """``_encode_batch`` for a cold batch, its new pre-tokens merged side by side.
 
         The pass copies each hit's ids, as ``_encode_batch`` does, and notes
         each miss and where its ids go; the new short ones are merged side by
         side (``_merge_fresh``); then every miss is encoded as
         ``_encode_batch`` would (``_encode_missed``, mostly a hit by now) into
         ``s.held``, and the hits' ids after each miss are moved up to make
-        its room. Why: in a cold call, the pass of ``_merge_new`` that only
-        found the misses, and the lookup after it, were two passes over
-        every pre-token of the batch for two or three new ones.
+        its room. Why one pass: a pass that only found the misses, then the
+        lookup, went twice over every pre-token of the batch for two or three
+        new ones. Where ``s.out`` lacks room for the hits' OUT_SLACK lanes,
+        every pre-token is taken as a miss (the hits then write only their
+        ids, as in ``_encode_batch``).
 
-        ``s.out`` has room for ``count`` hits' OUT_SLACK lanes (the caller
-        checks) and for the batch's ids (at most one a byte). Returns how
-        many were in neither session cache (as the two would), or -1 when
-        out of memory."""
+        ``s.out`` has room for the batch's ids (at most one a byte). Returns
+        how many were in neither session cache, or -1 when out of memory."""
         cdef Py_ssize_t fresh[COLD_BATCH + FILL_SLACK]      # new short ones
         cdef Py_ssize_t miss_key[COLD_BATCH + FILL_SLACK]   # each miss's key
         cdef int64_t miss_at[COLD_BATCH + FILL_SLACK]       # where its ids go, among the hits'
@@ -962,9 +930,10 @@ cdef class EncodeKernel:
         cdef ShortEntry* entry
         cdef Ids own
         cdef out_id_t* out = s.out.data
+        cdef bint room = s.out.size + OUT_SLACK * count <= s.out.capacity
         size = s.out.size
         for k in range(count):
-            entry = pair_holding(&keys[k])
+            entry = pair_holding(&keys[k]) if room else NULL
             if entry != NULL:
                 size += copy_ids(out + size, entry.ids)
                 continue

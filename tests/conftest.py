@@ -43,7 +43,7 @@ def small_short_caches(first: int, largest: int):
 @contextlib.contextmanager
 def misses_merged(when: str):
     """Meanwhile the kernel merges the short pre-tokens that miss its caches
-    side by side before each batch ("batched": every batch), or one by one
+    side by side in each batch ("batched": every batch), or one by one
     as each batch meets them ("one by one": never batched). By default a
     batch after one with a few misses is batched, so a call's first batches
     are, and a warm call's are not."""
