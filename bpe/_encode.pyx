@@ -832,9 +832,11 @@ cdef class EncodeKernel:
             # growing moves every entry, and the keys hold their home slots.
             shortcache_make_room(&s.short, batch)
             short_keys(keys, data, n, i, ends, batch, &s.short)
-            if cold:
+            if cold and s.out.size + OUT_SLACK * batch <= s.out.capacity:
                 # Cold: the batch's misses are found as its hits are copied,
-                # merged side by side, then put in among them.
+                # merged side by side, then put in among them. (Without room
+                # for the hits' four lanes, near the end of a caller's exact
+                # ``out``, its misses are merged one by one instead.)
                 missed = self._encode_cold(s, data, ends, keys, batch)
             else:
                 missed = self._encode_batch(s, data, ends, keys, batch)
@@ -914,12 +916,11 @@ cdef class EncodeKernel:
         ``s.held``, and the hits' ids after each miss are moved up to make
         its room. Why one pass: a pass that only found the misses, then the
         lookup, went twice over every pre-token of the batch for two or three
-        new ones. Where ``s.out`` lacks room for the hits' OUT_SLACK lanes,
-        every pre-token is taken as a miss (the hits then write only their
-        ids, as in ``_encode_batch``).
+        new ones.
 
-        ``s.out`` has room for the batch's ids (at most one a byte). Returns
-        how many were in neither session cache, or -1 when out of memory."""
+        ``s.out`` has room for ``count`` hits' OUT_SLACK lanes (the caller
+        checks) and for the batch's ids (at most one a byte). Returns how
+        many were in neither session cache, or -1 when out of memory."""
         cdef Py_ssize_t fresh[COLD_BATCH + FILL_SLACK]      # new short ones
         cdef Py_ssize_t miss_key[COLD_BATCH + FILL_SLACK]   # each miss's key
         cdef int64_t miss_at[COLD_BATCH + FILL_SLACK]       # where its ids go, among the hits'
@@ -930,10 +931,9 @@ cdef class EncodeKernel:
         cdef ShortEntry* entry
         cdef Ids own
         cdef out_id_t* out = s.out.data
-        cdef bint room = s.out.size + OUT_SLACK * count <= s.out.capacity
         size = s.out.size
         for k in range(count):
-            entry = pair_holding(&keys[k]) if room else NULL
+            entry = pair_holding(&keys[k])
             if entry != NULL:
                 size += copy_ids(out + size, entry.ids)
                 continue

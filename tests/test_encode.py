@@ -580,7 +580,7 @@ def test_a_cold_batch_puts_its_misses_ids_in_among_its_hits(pair):
     # of every kind (new short words, words of five or more ids, pieces longer
     # than a short key, one-byte pre-tokens) between hits, each in its place.
     # A text of one-byte pre-tokens leaves its last batches too little room
-    # for the hits' four-lane copies: there every pre-token is taken as a miss.
+    # for the hits' four-lane copies: there the misses are merged one by one.
     tok, reference = pair
     rng = np.random.default_rng(23)
     letters = list("bcdfghjklmnpqrstvwxz")
