@@ -5,9 +5,15 @@ module: they all allocate through here) return NULL, once. The tests use it to
 run training and encoding with a failure injected at many points and check
 that each surfaces as a MemoryError, never a crash, and that later calls give
 the right results. Off (``n = 0``), the check costs one compare per allocation.
+
+Also the pages memory asks for: huge ones for tables probed at random
+(``mem_alloc_huge``), ordinary ones for id arrays handed to callers
+(``advise_small_pages``, ``empty_written_once``).
 """
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uintptr_t
 from libc.stdlib cimport calloc, free, malloc, realloc
+
+import numpy as np
 
 cdef int64_t fail_countdown = 0
 
@@ -59,6 +65,58 @@ cdef extern from *:
     }
     """
     void* bpe_alloc_huge(size_t size) nogil
+
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #if defined(__linux__)
+    #include <sys/mman.h>
+    #include <unistd.h>
+    #endif
+    /* Advise ordinary pages for the whole pages inside [block, block + size),
+       for output written once, front to back. numpy advises huge pages for
+       every array of 4 MiB or more. On a VM that hands freed memory back to
+       its host (virtio-balloon free page reporting, as on the machine these
+       kernels were measured on), a huge page taken from memory freed a few
+       seconds before waits for the host to back all 2 MiB again: 15-18 ms a
+       page, in system time, which made about half the warm 10 MB passes of a
+       benchmark 5x slower. Ordinary pages fault about as fast otherwise (a
+       warm 10 MB pass: 3 600 of them in the same time as 8 huge ones) and come
+       from memory the guest still holds. A hint: refused, nothing changes. */
+    static void bpe_advise_small_pages(void* block, size_t size) {
+    #if defined(__linux__) && defined(MADV_NOHUGEPAGE)
+        static uintptr_t page = 0;
+        uintptr_t start, end;
+        if (page == 0) {
+            long got = sysconf(_SC_PAGESIZE);
+            page = got > 0 ? (uintptr_t)got : 4096;
+        }
+        start = ((uintptr_t)block + page - 1) & ~(page - 1);
+        end = ((uintptr_t)block + size) & ~(page - 1);
+        if (end > start)
+            (void)madvise((void*)start, end - start, MADV_NOHUGEPAGE);
+    #else
+        (void)block;
+        (void)size;
+    #endif
+    }
+    """
+    void bpe_advise_small_pages(void* block, size_t size) nogil
+
+
+cdef void advise_small_pages(void* block, size_t size) noexcept nogil:
+    if size >= SMALL_PAGES_FROM:
+        bpe_advise_small_pages(block, size)
+
+
+def empty_written_once(Py_ssize_t n, dtype):
+    """``np.empty(n, dtype)`` for an array to be written once, front to back (ids
+    returned to a caller): on ordinary pages, as ``advise_small_pages`` says why."""
+    out = np.empty(n, dtype=dtype)
+    if out.nbytes:
+        advise_small_pages(<void*><uintptr_t>out.ctypes.data, <size_t>out.nbytes)
+    return out
+
 
 cdef extern from *:
     """

@@ -12,6 +12,7 @@ from typing import (TYPE_CHECKING, AbstractSet, Collection, Iterable, Iterator, 
 import numpy as np
 
 from bpe._lists import PrebuiltInts, ids_to_list, ids_to_lists
+from bpe._memory import empty_written_once
 from bpe.encoder import Encoder
 from bpe.errors import TokenizerFileError
 from bpe.formats import (FILE_NAME, HF_FILE_NAME, RankTable, TokenizerData, flatten, huggingface_path,
@@ -385,7 +386,12 @@ class Tokenizer:
                         disallowed_special=()) -> np.ndarray:
         """The ids as a numpy array: uint16 when every id fits, else uint32 (or ``dtype``)."""
         ids = self._encode_array(text, self._allowed(allowed_special, disallowed_special, text))
-        return ids.astype(self.token_dtype(dtype), copy=False)
+        dtype = self.token_dtype(dtype)
+        if ids.dtype == dtype:
+            return ids
+        out = empty_written_once(ids.size, dtype)      # not astype's: see bpe/_memory.pyx
+        out[...] = ids
+        return out
 
     def token_dtype(self, dtype=None) -> np.dtype:
         """``dtype`` checked to hold every id; None: uint16 when every id fits, else uint32."""
