@@ -30,7 +30,7 @@ from bpe._bytestable cimport (FNV_OFFSET, FNV_PRIME, BytesTable, bytestable_add,
                               bytestable_slot, hash_bytes, slot_entry)
 from bpe._checks cimport check_ids, check_offsets
 from bpe._lists cimport PrebuiltInts, ids_list
-from bpe._memory cimport advise_small_pages, grow, mem_alloc, mem_free, prefetch, reserve_fresh
+from bpe._memory cimport empty_written_once, grow, mem_alloc, mem_free, prefetch, reserve_fresh
 from bpe._pairranks cimport (PairRanks, byte_pair_rank, pair_rank, pairranks_add, pairranks_fill_bytes,
                              pairranks_free, pairranks_init, pairranks_prefetch)
 from bpe._scanner cimport FILL_SLACK, Scanner, check_pattern, scanner_fill, scanner_init
@@ -1206,11 +1206,8 @@ cdef class EncodeKernel:
         # copied: the copy, and faulting in scratch pages each call, cost more.
         # OUT_SLACK more let a short-cache hit store all its ids unconditionally.
         # (A view, not ``ids.ctypes.data``: that built a ctypes object, 1.5 us a call.)
-        ids = np.empty(bound + OUT_SLACK, dtype=np.uint32) if out is None else np.asarray(out)
+        ids = empty_written_once(bound + OUT_SLACK, np.uint32) if out is None else np.asarray(out)
         cdef out_id_t[::1] ids_view = ids if out is None else out
-        if out is None:
-            # Before any page of it is touched (see advise_small_pages).
-            advise_small_pages(&ids_view[0], ids_view.shape[0] * sizeof(out_id_t))
         try:
             scratch.out.data = &ids_view[0] if ids_view.shape[0] > 0 else NULL
             scratch.out.capacity = ids_view.shape[0]
@@ -1402,10 +1399,9 @@ cdef class EncodeKernel:
 cdef object ids_to_array(const Ids* ids):
     """A uint32 numpy array holding a copy of ``ids`` (copied without the GIL: a
     batch's ids are megabytes)."""
-    out = np.empty(ids.size, dtype=np.uint32)
+    out = empty_written_once(ids.size, np.uint32)
     cdef out_id_t[::1] view = out
     if ids.size:
-        advise_small_pages(&view[0], ids.size * sizeof(out_id_t))
         with nogil:
             memcpy(&view[0], ids.data, ids.size * sizeof(out_id_t))
     return out

@@ -18,13 +18,8 @@ cdef void* mem_calloc(size_t count, size_t size) noexcept nogil
 # them, so a probe does not also miss the TLB (freed with mem_free).
 cdef void* mem_alloc_huge(size_t size) noexcept nogil
 cdef void* mem_resize(void* block, size_t size) noexcept nogil
-# For an output array written once, front to back (see bpe/_memory.pyx for why).
-# A no-op below SMALL_PAGES_FROM bytes, numpy's own threshold for advising huge
-# pages: a smaller array, often carved from the heap, keeps the advice its
-# mapping has, and advice on part of a mapping splits it in two.
-cdef enum:
-    SMALL_PAGES_FROM = 4 << 20
-cdef void advise_small_pages(void* block, size_t size) noexcept nogil
+# An id array handed to a caller, on ordinary pages (see bpe/_memory.pyx for why).
+cpdef object empty_written_once(Py_ssize_t n, object dtype)
 cdef void mem_free(void* block) noexcept nogil
 cdef bint allocation_fails() noexcept nogil
 

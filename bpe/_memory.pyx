@@ -8,7 +8,7 @@ the right results. Off (``n = 0``), the check costs one compare per allocation.
 
 Also the pages memory asks for: huge ones for tables probed at random
 (``mem_alloc_huge``), ordinary ones for id arrays handed to callers
-(``advise_small_pages``, ``empty_written_once``).
+(``empty_written_once``).
 """
 from libc.stdint cimport int64_t, uintptr_t
 from libc.stdlib cimport calloc, free, malloc, realloc
@@ -104,17 +104,20 @@ cdef extern from *:
     void bpe_advise_small_pages(void* block, size_t size) nogil
 
 
-cdef void advise_small_pages(void* block, size_t size) noexcept nogil:
-    if size >= SMALL_PAGES_FROM:
-        bpe_advise_small_pages(block, size)
+cdef enum:
+    # numpy's own threshold for advising huge pages. A smaller array, often
+    # carved from the heap, keeps the advice its mapping has: advice on part
+    # of a mapping splits it in two.
+    SMALL_PAGES_FROM = 4 << 20
 
 
-def empty_written_once(Py_ssize_t n, dtype):
+cpdef object empty_written_once(Py_ssize_t n, object dtype):
     """``np.empty(n, dtype)`` for an array to be written once, front to back (ids
-    returned to a caller): on ordinary pages, as ``advise_small_pages`` says why."""
+    returned to a caller): from 4 MiB up, on ordinary pages (``bpe_advise_small_pages``
+    says why). Every id array the kernels hand out is made here."""
     out = np.empty(n, dtype=dtype)
-    if out.nbytes:
-        advise_small_pages(<void*><uintptr_t>out.ctypes.data, <size_t>out.nbytes)
+    if out.nbytes >= SMALL_PAGES_FROM:       # ctypes costs ~1.5 us: only where it pays
+        bpe_advise_small_pages(<void*><uintptr_t>out.ctypes.data, <size_t>out.nbytes)
     return out
 
 

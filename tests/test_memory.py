@@ -265,12 +265,12 @@ def test_a_returned_id_array_is_advised_ordinary_pages():
     """numpy advises huge pages for arrays of 4 MiB or more. An id array is
     written once, front to back, and on a VM that returns freed memory to its
     host a huge page can take milliseconds to fault in, so the kernel advises
-    ordinary pages before writing (``advise_small_pages``)."""
+    ordinary pages before writing (``_memory.empty_written_once``)."""
     text = "hello world, " * 800_000                 # 2.4 M ids: 9.6 MB as uint32, 4.8 MB as uint16
     for ids in (bpe.load("gpt2").encoder.encode_strs([text], [])[0],
                 bpe.load("gpt2").encode_to_numpy(text)):
         assert ids.nbytes >= 4 << 20                # where numpy advises huge pages
         flags = vm_flags_at(ids.ctypes.data + 4 * 4096)    # past the first page, which may be shared
         assert "nh" in flags and "hg" not in flags, flags
-    small = bpe.load("gpt2").encoder.encode_strs(["hello"], [])[0]  # below a huge page: left alone
+    small = bpe.load("gpt2").encoder.encode_strs(["hello"], [])[0]  # under 4 MiB: no advice, same ids
     assert small.tolist() == bpe.load("gpt2").encode("hello")
