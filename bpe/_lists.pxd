@@ -1,4 +1,4 @@
-from bpe._types cimport out_id_t
+from bpe._types cimport offset_t, out_id_t
 
 
 cdef class PrebuiltInts:
@@ -7,3 +7,4 @@ cdef class PrebuiltInts:
 
 
 cdef list ids_list(const out_id_t* ids, Py_ssize_t n, PrebuiltInts ints)
+cdef list lists_of_ids(const out_id_t* ids, const offset_t* offsets, Py_ssize_t n_lists, PrebuiltInts ints)

@@ -175,7 +175,17 @@ cdef list ids_list(const out_id_t* ids, Py_ssize_t n, PrebuiltInts ints):
 
 
 def ids_to_lists(const out_id_t[::1] ids, const offset_t[::1] offsets, PrebuiltInts ints):
-    """``[ids[offsets[t]:offsets[t + 1]] as a list for each t]``, from prebuilt ints.
+    """``[ids[offsets[t]:offsets[t + 1]] as a list for each t]``, from prebuilt ints
+    (see ``lists_of_ids``)."""
+    check_offsets(offsets, -1, ids.shape[0], "id offsets")
+    if offsets.shape[0] == 0:
+        return []
+    return lists_of_ids(&ids[0] if ids.shape[0] > 0 else NULL, &offsets[0], offsets.shape[0] - 1, ints)
+
+
+cdef list lists_of_ids(const out_id_t* ids, const offset_t* offsets, Py_ssize_t n_lists, PrebuiltInts ints):
+    """``[ids[offsets[t]:offsets[t + 1]] as a list for each t]``, from prebuilt ints;
+    the offsets, ``n_lists + 1`` of them, run from 0 and never fall.
 
     Building lists is what makes ``encode`` slower than ``encode_to_numpy``, and
     it needs the GIL, which threads encoding at once queue for. So the
@@ -193,8 +203,7 @@ def ids_to_lists(const out_id_t[::1] ids, const offset_t[::1] offsets, PrebuiltI
     of ~1.9x. The one cost: a cycle a caller later builds through such a list
     (by storing in it a container that refers back to it) is not collected.
     """
-    cdef Py_ssize_t n = ids.shape[0]
-    cdef Py_ssize_t n_lists = offsets.shape[0] - 1
+    cdef Py_ssize_t n = offsets[n_lists]
     cdef Py_ssize_t n_objects = len(ints.objects)
     cdef Py_ssize_t t, k, n_distinct = 0
     cdef bint counted = not ints.immortal
@@ -206,41 +215,41 @@ def ids_to_lists(const out_id_t[::1] ids, const offset_t[::1] offsets, PrebuiltI
     cdef PyObject*** items = NULL      # each list's item array
     cdef PyObject** made = NULL        # each list
     cdef PyObject* obj
-    check_offsets(offsets, -1, n, "id offsets")
     try:
-        with nogil:
-            items = <PyObject***>mem_alloc((n_lists + 1) * sizeof(PyObject**))
-            made = <PyObject**>mem_alloc((n_lists + 1) * sizeof(PyObject*))
-            if counted:
+        items = <PyObject***>mem_alloc((n_lists + 1) * sizeof(PyObject**))
+        made = <PyObject**>mem_alloc((n_lists + 1) * sizeof(PyObject*))
+        if items == NULL or made == NULL:
+            raise MemoryError()
+        if counted:
+            with nogil:
                 # A count per id of the vocabulary, zeroed where it will be read: all
                 # of it for many ids, else only the ids' own (zeroing a vocabulary's
                 # worth per call, 1.6 MB for o200k, was a quarter of encode(doc)'s
                 # time on documents of a few KB).
                 uses = <int64_t*>mem_alloc((n_objects + 1) * sizeof(int64_t))
                 distinct = <out_id_t*>mem_alloc((min(n, n_objects) + 1) * sizeof(out_id_t))
-            if items == NULL or made == NULL or (counted and (uses == NULL or distinct == NULL)):
-                n = 0
-                bad = -2
-            elif counted and n >= n_objects // ZERO_ALL_PER_ID:
-                memset(uses, 0, (n_objects + 1) * sizeof(int64_t))
-            elif counted:
+                if uses == NULL or distinct == NULL:
+                    n = 0
+                    bad = -2
+                elif n >= n_objects // ZERO_ALL_PER_ID:
+                    memset(uses, 0, (n_objects + 1) * sizeof(int64_t))
+                else:
+                    for k in range(n):
+                        if ids[k] < n_objects:
+                            uses[ids[k]] = 0
                 for k in range(n):
-                    if ids[k] < n_objects:
-                        uses[ids[k]] = 0
-            for k in range(n):
-                token_id = ids[k]
-                if token_id >= n_objects:
-                    bad = token_id
-                    break
-                if counted:
+                    token_id = ids[k]
+                    if token_id >= n_objects:
+                        bad = token_id
+                        break
                     if uses[token_id] == 0:
                         distinct[n_distinct] = token_id
                         n_distinct += 1
                     uses[token_id] += 1
-        if bad == -2:
-            raise MemoryError()
-        if bad >= 0:
-            raise ValueError(f"token id {bad} has no prebuilt int")
+            if bad == -2:
+                raise MemoryError()
+            if bad >= 0:
+                raise ValueError(f"token id {bad} has no prebuilt int")
         result = PyList_New(n_lists)
         for t in range(n_lists):
             one = list_unfilled(offsets[t + 1] - offsets[t], &items[t])
@@ -248,15 +257,27 @@ def ids_to_lists(const out_id_t[::1] ids, const offset_t[::1] offsets, PrebuiltI
             made[t] = <PyObject*>one
             Py_INCREF(one)
             PyList_SET_ITEM(result, t, one)
-        # Nothing fails from here on: each slot below gets exactly one of these references.
+        # Counted: each slot below gets exactly one of these references, and no
+        # id is out of range (checked above). Immortal ints take no references,
+        # so their ids are checked as they are written, in the one GIL release:
+        # a list is marked filled only once all its items are in, so on a bad
+        # id the lists left unfilled hold nothing when they are freed.
         for k in range(n_distinct):
             obj = objects[distinct[k]]
             Py_SET_REFCNT(obj, Py_REFCNT(obj) + uses[distinct[k]])
         with nogil:
             for t in range(n_lists):
                 for k in range(offsets[t], offsets[t + 1]):
-                    items[t][k - offsets[t]] = objects[ids[k]]
+                    token_id = ids[k]
+                    if token_id >= n_objects:
+                        bad = token_id
+                        break
+                    items[t][k - offsets[t]] = objects[token_id]
+                if bad >= 0:
+                    break
                 list_filled(made[t], offsets[t + 1] - offsets[t])
+        if bad >= 0:
+            raise ValueError(f"token id {bad} has no prebuilt int")
         return result
     finally:
         mem_free(uses)

@@ -10,6 +10,7 @@ right answer afterwards.
 """
 import contextlib
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -206,6 +207,18 @@ def test_every_kernel_entry_checks_its_offsets():
             ids_to_lists(np.zeros(6, np.uint32), np.array([0, 9], np.int64), PrebuiltInts(10, immortal))
         with pytest.raises(ValueError, match="token id 7 has no prebuilt int"):
             ids_to_lists(np.array([7], np.uint32), np.array([0, 1], np.int64), PrebuiltInts(5, immortal))
+        # A bad id after a list already filled (immortal ints are checked as they
+        # are written): the lists made are freed, and counted ints' counts are
+        # as they were (immortal ones lose the uncounted references a freed
+        # list gives back, by design: see PrebuiltInts).
+        ints = PrebuiltInts(5, immortal)
+        before = [sys.getrefcount(one) for one in ints.objects]
+        with pytest.raises(ValueError, match="token id 7 has no prebuilt int"):
+            ids_to_lists(np.array([1, 2, 3, 7], np.uint32), np.array([0, 2, 3, 4], np.int64), ints)
+        if not immortal:
+            assert [sys.getrefcount(one) for one in ints.objects] == before
+        assert ids_to_lists(np.array([1, 2, 3, 4], np.uint32), np.array([0, 2, 3, 4], np.int64), ints) == \
+            [[1, 2], [3], [4]]
     with pytest.raises(TypeError):
         ids_to_lists(np.zeros(1, np.uint32), np.array([0, 1], np.int64), tuple(range(5)))   # never plain ints
 
