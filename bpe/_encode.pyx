@@ -29,7 +29,7 @@ from bpe._bytestable cimport (FNV_OFFSET, FNV_PRIME, BytesTable, bytestable_add,
                               bytestable_clear, bytestable_find, bytestable_free, bytestable_init_sized,
                               bytestable_slot, hash_bytes, slot_entry)
 from bpe._checks cimport check_ids, check_offsets
-from bpe._lists cimport PrebuiltInts, ids_list
+from bpe._lists cimport PrebuiltInts, ids_list, lists_of_ids
 from bpe._memory cimport empty_written_once, grow, mem_alloc, mem_free, prefetch, reserve_fresh
 from bpe._pairranks cimport (PairRanks, byte_pair_rank, pair_rank, pairranks_add, pairranks_fill_bytes,
                              pairranks_free, pairranks_init, pairranks_prefetch)
@@ -1269,7 +1269,24 @@ cdef class EncodeKernel:
         U+FFFD (see ``bpe/_utf8.pxd``). ``out`` must hold as many ids as the
         texts have UTF-8 bytes.
         """
-        cdef tuple held = tuple(texts)      # our own references while the GIL is released
+        return self._encode_held_strs(session, tuple(texts), pattern, tuple(needles), needle_ids, out, None)
+
+    def encode_strs_to_lists(self, Session session, texts, int pattern, tuple needles,
+                             const out_id_t[::1] needle_ids, PrebuiltInts ints):
+        """``encode_strs`` as one list per text, of the prebuilt ``ints``: what
+        ``Tokenizer.encode_batch`` returns for a batch, in one call.
+
+        The ids go into the session's own buffer, kept from call to call, and the
+        lists are built from there: no id array to fault in afresh, no offsets
+        array or views to make, and one GIL release fewer than ``encode_strs``
+        then ``ids_to_lists``, in a call that threads run side by side.
+        """
+        return self._encode_held_strs(session, tuple(texts), pattern, needles, needle_ids, None, ints)
+
+    cdef object _encode_held_strs(self, Session session, tuple held, int pattern, tuple needles,
+                                  const out_id_t[::1] needle_ids, out_id_t[::1] out, PrebuiltInts ints):
+        """``encode_strs`` (``ints`` None) or ``encode_strs_to_lists``, of texts the
+        caller holds references to while the GIL is released."""
         cdef Py_ssize_t n_texts = len(held)
         cdef Py_ssize_t t
         cdef int reserved
@@ -1278,6 +1295,7 @@ cdef class EncodeKernel:
         cdef int* kinds = NULL
         cdef const uint8_t** starts = NULL
         cdef int64_t* lengths = NULL
+        cdef offset_t* id_offsets = NULL
         cdef Scratch* scratch = &session.scratch
         for t in range(n_texts):
             if not isinstance(held[t], str):
@@ -1296,14 +1314,23 @@ cdef class EncodeKernel:
                 reserved = utf8_of_strs(&scratch.text, n_texts, sources, n_points, kinds, starts, lengths)
             if reserved < 0:
                 raise MemoryError()
-            return self._encode_prepared(session, n_texts, starts, lengths, pattern, tuple(needles),
-                                         needle_ids, out)
+            if ints is None:
+                return self._encode_prepared(session, n_texts, starts, lengths, pattern, needles,
+                                             needle_ids, out)
+            id_offsets = <offset_t*>mem_alloc((n_texts + 1) * sizeof(offset_t))
+            if id_offsets == NULL:
+                raise MemoryError()
+            self._encode_checked(scratch, n_texts, starts, lengths, pattern, needles, needle_ids, id_offsets)
+            return lists_of_ids(scratch.out.data, id_offsets, n_texts, ints)
         finally:
+            if ints is not None:
+                release_output(scratch)
             mem_free(sources)
             mem_free(n_points)
             mem_free(kinds)
             mem_free(starts)
             mem_free(lengths)
+            mem_free(id_offsets)
 
     def encode_str_to_list(self, Session session, object text, int pattern, tuple needles,
                            const out_id_t[::1] needle_ids, PrebuiltInts ints):

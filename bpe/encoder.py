@@ -14,7 +14,7 @@ from typing import Mapping, Optional, Sequence
 import numpy as np
 
 from bpe._encode import EncodeKernel, Session
-from bpe._lists import PrebuiltInts, ids_to_list
+from bpe._lists import PrebuiltInts, ids_to_list, ids_to_lists
 from bpe.formats import flatten
 from bpe.patterns import compile_pattern, native_pattern_id, regex_pretokens
 from bpe.specials import split_special
@@ -134,6 +134,15 @@ class Encoder:
         with self._session() as session:
             return self._kernel.encode_str_to_list(session, text, self._native, *self._needles(allowed),
                                                    ints)
+
+    def encode_strs_to_lists(self, texts: Sequence[str], allowed: Sequence[str], ints: PrebuiltInts) -> list:
+        """The ids of each str as a list of the prebuilt ``ints``: ``encode_strs``
+        and ``ids_to_lists`` in one kernel call, for the native patterns."""
+        if self._native is None:
+            return ids_to_lists(*self.encode_strs(texts, allowed), ints)
+        with self._session() as session:
+            return self._kernel.encode_strs_to_lists(session, texts, self._native, *self._needles(allowed),
+                                                     ints)
 
     def encode_piece(self, piece: bytes) -> np.ndarray:
         """The ids (uint32) of one pre-token's bytes, merged by priority."""

@@ -11,7 +11,7 @@ from typing import (TYPE_CHECKING, AbstractSet, Collection, Iterable, Iterator, 
 
 import numpy as np
 
-from bpe._lists import PrebuiltInts, ids_to_list, ids_to_lists
+from bpe._lists import PrebuiltInts, ids_to_list
 from bpe._memory import empty_written_once
 from bpe.encoder import Encoder
 from bpe.errors import TokenizerFileError
@@ -407,10 +407,10 @@ class Tokenizer:
         """Encode many texts on a thread pool; the kernel runs without the GIL.
 
         Texts go in batches (``batch_chars``: 2^18 to 2^20 characters): each
-        batch is converted to UTF-8 and encoded in one GIL-free kernel call,
-        then holds the GIL briefly to build its lists, so one thread's kernel
-        time overlaps the other's list building (text-by-text calls made the
-        threads queue for the GIL).
+        batch is converted to UTF-8, encoded and made into lists in one kernel
+        call (``Encoder.encode_strs_to_lists``), which holds the GIL only to
+        make the lists, so one thread's kernel time overlaps the other's list
+        making (text-by-text calls made the threads queue for the GIL).
         """
         threads = max(1, num_threads or os.cpu_count() or 1)
         groups = batches(texts, batch_chars(sum(len(text) for text in texts), threads))
@@ -420,8 +420,7 @@ class Tokenizer:
         def encode(batch: list[str]) -> list[list[int]]:
             for text in batch:
                 refuse_disallowed(disallowed, text)
-            ids, offsets = encoder.encode_strs(batch, allowed)
-            return ids_to_lists(ids, offsets, self._ints)
+            return encoder.encode_strs_to_lists(batch, allowed, self._ints)
 
         num_threads = min(threads, len(groups) or 1)
         if num_threads == 1:

@@ -301,6 +301,7 @@ def test_native_scanner_and_regex_path_encode_alike(pair, text):
     assert via_regex.pattern not in bpe.PATTERNS
     assert via_regex.encode(text) == tok.encode(text)
     assert via_regex.encode_ordinary(text) == tok.encode_ordinary(text)
+    assert via_regex.encode_batch([text, text[::-1]]) == tok.encode_batch([text, text[::-1]])
 
 
 def test_encode_batch_never_matches_a_special_token_across_two_texts():
