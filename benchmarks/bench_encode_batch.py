@@ -10,8 +10,9 @@ meaningful even where the machine's speed drifts. Each run starts with empty
 pre-token caches (``clear_cache``), as a first pass over a corpus does.
 
 The "kernel" ratio is the control: the same batches through the GIL-free
-kernel call alone (``Encoding.encode_strs``: no lists, nothing under the GIL
-but the call), on the same thread pools, alternating with the runs above. It is
+kernel call alone (``Encoder.encode_strs``: no lists, nothing under the GIL
+but the call), run on threads as encode_batch runs its batches
+(``bpe.workers.map_on_threads``), alternating with the runs above. It is
 what this machine gives two threads of pure C work at that moment, the ceiling
 ``encode_batch`` can reach. The last column divides each round's
 ``encode_batch`` ratio by the same round's kernel ratio: 1.0 is the ceiling
@@ -27,18 +28,16 @@ import statistics
 import sys
 import time
 
-from concurrent.futures import ThreadPoolExecutor
-
 import bpe
 from bpe.tokenizer import batch_chars, batches
+from bpe.workers import map_on_threads
 
 sys.path.insert(0, os.path.dirname(__file__))
 from _measure import read_sample  # noqa: E402
 
 
-def kernel_only(encoding, allowed, batches, threads):
-    with ThreadPoolExecutor(max_workers=threads) as pool:
-        return list(pool.map(lambda batch: encoding.encode_strs(batch, allowed), batches))
+def kernel_only(encoder, allowed, batches, threads):
+    return map_on_threads(lambda batch: encoder.encode_strs(batch, allowed), batches, threads)
 
 
 def main() -> None:
@@ -57,10 +56,10 @@ def main() -> None:
     for name in args.encodings.split(","):
         tok = bpe.load(name)
         assert tok.encode_batch(documents, num_threads=2) == tok.encode_batch(documents, num_threads=1)
-        encoding, allowed = tok.encoder, sorted(tok.special_tokens)
+        encoder, allowed = tok.encoder, sorted(tok.special_tokens)
         groups = batches(documents, batch_chars(sum(map(len, documents)), 2))   # as encode_batch's
         runs = {"batch": lambda threads: tok.encode_batch(documents, num_threads=threads),
-                "kernel": lambda threads: kernel_only(encoding, allowed, groups, threads)}
+                "kernel": lambda threads: kernel_only(encoder, allowed, groups, threads)}
         times = {(run, threads): [] for run in runs for threads in (1, 2)}
         for repeat in range(args.repeats):
             # The order turns round every repeat, so that no run always

@@ -22,6 +22,7 @@ from bpe.patterns import (canonical_pattern, compile_pattern, find_safe_cut, nat
                           regex_pretokens)
 from bpe.pretrained import ALIASES, PRETRAINED, pretrained_table
 from bpe.specials import check_special_tokens, refuse_disallowed, special_policy, special_spans
+from bpe.workers import map_on_threads
 
 if TYPE_CHECKING:
     from bpe.view import TokenComparison
@@ -33,9 +34,9 @@ Pair = tuple[bytes, bytes]
 MAX_UNUSED_IDS = 1024
 #: encode_batch hands the kernel at least about this many characters (not bytes)
 #: per call, and at most MAX_BATCH_CHARS: as many as leave each thread
-#: BATCHES_PER_THREAD batches. Each batch costs a pool task, a session, an
-#: array, four GIL handovers and, where ints are counted (``PrebuiltInts``), a
-#: count per vocabulary id: on 20 MB of code,
+#: BATCHES_PER_THREAD batches. Each batch costs a session, three GIL releases
+#: and, where ints are counted (``PrebuiltInts``), a count per vocabulary id:
+#: on 20 MB of code,
 #: batches of 2^20 gave 2 threads 3-11 % more than batches of 2^18, and one
 #: thread 1-3 %. Enough batches per thread keep the last one short, so that
 #: one thread does not work alone at the end.
@@ -404,13 +405,17 @@ class Tokenizer:
 
     def encode_batch(self, texts: Sequence[str], *, num_threads: Optional[int] = None,
                      allowed_special="all", disallowed_special=()) -> list[list[int]]:
-        """Encode many texts on a thread pool; the kernel runs without the GIL.
+        """Encode many texts on several threads; the kernel runs without the GIL.
 
         Texts go in batches (``batch_chars``: 2^18 to 2^20 characters): each
         batch is converted to UTF-8, encoded and made into lists in one kernel
         call (``Encoder.encode_strs_to_lists``), which holds the GIL only to
         make the lists, so one thread's kernel time overlaps the other's list
         making (text-by-text calls made the threads queue for the GIL).
+
+        The calling thread is one of the workers, and each takes the next batch
+        itself (``workers.map_on_threads``): an executor's futures woke the caller for
+        every batch, to take the GIL the workers were waiting for.
         """
         threads = max(1, num_threads or os.cpu_count() or 1)
         groups = batches(texts, batch_chars(sum(len(text) for text in texts), threads))
@@ -422,13 +427,7 @@ class Tokenizer:
                 refuse_disallowed(disallowed, text)
             return encoder.encode_strs_to_lists(batch, allowed, self._ints)
 
-        num_threads = min(threads, len(groups) or 1)
-        if num_threads == 1:
-            return [ids for batch in groups for ids in encode(batch)]
-        from concurrent.futures import ThreadPoolExecutor      # on use: loading never needs it
-
-        with ThreadPoolExecutor(max_workers=num_threads) as pool:
-            return [ids for part in pool.map(encode, groups) for ids in part]
+        return [ids for part in map_on_threads(encode, groups, threads) for ids in part]
 
     def encode_iterable(self, texts: Iterable[str], *, allowed_special="all",
                         disallowed_special=(), flush_chars: int = 1 << 16,

@@ -7,6 +7,8 @@ here and in the map, or this test fails.
 import ast
 import os
 import re
+import subprocess
+import sys
 
 import bpe
 
@@ -100,3 +102,13 @@ def test_the_check_sees_imports():
     assert "encode_file" in imports_of(os.path.join(PACKAGE, "tokenizer.py"))
     assert {"_memory", "_types"} <= imports_of(os.path.join(PACKAGE, "_bytestable.pxd"))
     assert "unicode" in imports_of(os.path.join(PACKAGE, "_scanner.pyx"))
+
+
+def test_loading_and_encoding_import_no_thread_pool():
+    # Loading is timed against tiktoken's: the executor module (about 5 ms) is
+    # imported only where an executor runs (workers.map_ordered), and neither
+    # encode nor encode_batch needs one.
+    script = ("import sys, bpe; tok = bpe.load('gpt2'); tok.encode('hi'); "
+              "tok.encode_batch(['hi'] * 3, num_threads=2); print('concurrent.futures' in sys.modules)")
+    imported = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert imported.stdout.strip() == "False"

@@ -185,6 +185,46 @@ def test_batches_grow_with_the_input_and_keep_texts_whole(monkeypatch):
         assert tok.encode_batch(texts, num_threads=2) == expected
 
 
+def test_map_on_threads_runs_on_the_caller_too_and_raises_the_first_failure_in_order():
+    import threading
+    import time
+
+    from bpe.workers import map_on_threads
+
+    seen = set()
+
+    def square(k):
+        seen.add(threading.get_ident())
+        time.sleep(0.002)              # long enough that the helper takes some items
+        return k * k
+
+    assert map_on_threads(square, list(range(40)), 2) == [k * k for k in range(40)]
+    assert threading.get_ident() in seen and len(seen) == 2
+    assert map_on_threads(square, [], 2) == [] and map_on_threads(square, [3], 4) == [9]
+
+    def fail_from_five(k):
+        time.sleep(0.001 * (10 - k) if k < 10 else 0)     # later items tend to fail first
+        if k >= 5:
+            raise ValueError(f"item {k}")
+        return k
+
+    for workers in (1, 2, 3):
+        with pytest.raises(ValueError, match="^item 5$"):
+            map_on_threads(fail_from_five, list(range(12)), workers)
+
+
+def test_encode_batch_refuses_the_first_text_in_order_with_a_disallowed_special(monkeypatch):
+    tok = bpe.load("cl100k_base")
+    texts = [random_corpus(seed, n_words=50) for seed in range(40)]
+    texts[17] += "<|fim_prefix|>"
+    texts[33] += "<|endoftext|>"
+    monkeypatch.setattr(bpe.tokenizer, "BATCH_CHARS", 500)       # a few texts a batch
+    monkeypatch.setattr(bpe.tokenizer, "MAX_BATCH_CHARS", 500)
+    for threads in (1, 2):
+        with pytest.raises(ValueError, match="'<\\|fim_prefix\\|>'"):
+            tok.encode_batch(texts, num_threads=threads, allowed_special=set(), disallowed_special="all")
+
+
 def test_ranks_give_back_merges():
     # cl100k ships ranks only: the derived merges rebuild every token in order.
     tok = bpe.load("cl100k_base")
