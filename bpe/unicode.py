@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import os
-import zipfile
 from typing import Optional
 
 import numpy as np
@@ -92,6 +91,8 @@ def shipped_tables(path: Optional[str] = None) -> Optional[tuple[np.ndarray, np.
     """The tables ``save_tables`` stored at ``path`` (default ``SHIPPED_TABLES``), if
     they came from the running ``regex``'s version and are whole; else None (the
     caller derives them)."""
+    import zipfile     # on use: a process that encodes only ASCII never reads the stored tables
+
     path = SHIPPED_TABLES if path is None else path
     try:
         with np.load(path) as stored:
