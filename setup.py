@@ -8,6 +8,7 @@ The build also derives the native pre-tokenizers' Unicode tables from the
 ``regex`` it runs with and ships them (``bpe.unicode.save_tables``), so a
 process whose ``regex`` is that version does not derive them again.
 """
+import gzip
 import importlib.util
 import os
 import sys
@@ -49,7 +50,27 @@ def save_unicode_tables() -> None:
               file=sys.stderr)
 
 
+def unpack_rank_files() -> None:
+    """tiktoken's rank files for cl100k_base and o200k_base, decompressed beside
+    their ``.gz`` (which stay in git: the repository holds each once, compressed).
+    Loading then reads the file without inflating it (1.7 and 3.6 MB: 8 and
+    17 ms of a first encode that is timed against tiktoken's). ``bpe.pretrained``
+    reads a file only if it is as long as its ``.gz`` says, else the ``.gz``;
+    so a failure here only warns."""
+    for name in ("cl100k_base", "o200k_base"):
+        packed = os.path.join("bpe", "data", f"{name}.tiktoken.gz")
+        plain, partial = packed[:-len(".gz")], packed[:-len(".gz")] + ".partial"
+        try:
+            with gzip.open(packed, "rb") as source, open(partial, "wb") as target:
+                target.write(source.read())
+            os.replace(partial, plain)
+        except OSError as e:
+            print(f"warning: {packed} was not decompressed ({e!r}); bpe will read it compressed",
+                  file=sys.stderr)
+
+
 save_unicode_tables()
+unpack_rank_files()
 setup(
     ext_modules=cythonize(
         extensions,

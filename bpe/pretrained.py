@@ -27,6 +27,24 @@ PRETRAINED = {
 ALIASES = {"r50k_base": "gpt2"}
 
 
+def rank_file(name: str) -> str:
+    """The rank file of ``name``: the copy the build decompressed (``setup.py``),
+    if it is whole, else the ``.gz`` it came from. Whole means as long as the
+    ``.gz``'s last four bytes say (gzip's length of its contents, mod 2^32): a
+    copy cut short, or left from another ``.gz``, is not read."""
+    packed = os.path.join(DATA, f"{name}.tiktoken.gz")
+    plain = packed[:-len(".gz")]
+    try:
+        with open(packed, "rb") as file:
+            file.seek(-4, os.SEEK_END)
+            length = int.from_bytes(file.read(4), "little")
+        if os.path.getsize(plain) % (1 << 32) == length:
+            return plain
+    except OSError:
+        pass
+    return packed
+
+
 def pretrained_table(name: str) -> tuple[RankTable, dict[str, int], str]:
     """The ordinary tokens of ``name`` by rank (its ids), its special tokens and its pattern."""
     name = ALIASES.get(name, name)
@@ -35,5 +53,5 @@ def pretrained_table(name: str) -> tuple[RankTable, dict[str, int], str]:
         # Its vocab lists <|endoftext|> too, as an ordinary token.
         table = read_gpt2_table(os.path.join(DATA, "gpt2_encoder.json.gz"), special_tokens.values())
     else:
-        table = read_tiktoken_table(os.path.join(DATA, f"{name}.tiktoken.gz"))
+        table = read_tiktoken_table(rank_file(name))
     return table, dict(special_tokens), pattern

@@ -1,6 +1,8 @@
 """The shipped vocabularies load by a fast path (``Tokenizer._from_rank_table``
 without checking merges, dicts built on first use); here they must equal what
 the checked path builds from the same files, and encode as tiktoken does."""
+import os
+
 import pytest
 
 import bpe
@@ -90,3 +92,40 @@ def test_the_fingerprint_is_made_once_and_travels_with_a_pickle(monkeypatch):
     copy = pickle.loads(pickle.dumps(tok))
     assert copy.fingerprint() == fingerprint and made == [tok]    # the sender's, not made again
     assert real(copy) == fingerprint
+
+
+def test_the_build_decompressed_the_rank_files_and_they_are_read_as_such():
+    # setup.py decompresses them, so that loading does not inflate them; the
+    # copies hold exactly what the compressed files (the ones in git) hold.
+    import gzip
+
+    from bpe.pretrained import DATA, rank_file
+
+    for name in ("cl100k_base", "o200k_base"):
+        assert rank_file(name) == os.path.join(DATA, f"{name}.tiktoken")
+        with open(rank_file(name), "rb") as plain, gzip.open(rank_file(name) + ".gz", "rb") as packed:
+            assert plain.read() == packed.read()
+
+
+def test_a_rank_file_copy_that_is_not_whole_is_not_read(tmp_path, monkeypatch):
+    import gzip
+    import shutil
+
+    from bpe import pretrained
+
+    name = "cl100k_base"
+    shutil.copy(os.path.join(pretrained.DATA, f"{name}.tiktoken.gz"), tmp_path)
+    monkeypatch.setattr(pretrained, "DATA", str(tmp_path))
+    packed = str(tmp_path / f"{name}.tiktoken.gz")
+    plain = tmp_path / f"{name}.tiktoken"
+    assert pretrained.rank_file(name) == packed                     # no copy: the .gz
+    expected = pretrained.pretrained_table(name)[0]
+    contents = gzip.decompress(open(packed, "rb").read())
+    plain.write_bytes(contents[:-1000])                               # cut short
+    assert pretrained.rank_file(name) == packed
+    plain.write_bytes(contents + b"x")                                # another file's
+    assert pretrained.rank_file(name) == packed
+    plain.write_bytes(contents)
+    assert pretrained.rank_file(name) == str(plain)
+    table = pretrained.pretrained_table(name)[0]
+    assert (table.ranks == expected.ranks).all() and table.tokens() == expected.tokens()
