@@ -15,7 +15,6 @@ import threading
 from typing import AbstractSet, Collection, Literal, Optional, Sequence, Union
 
 import numpy as np
-import regex
 
 from bpe.encoder import utf8
 from bpe.patterns import TIKTOKEN_GPT2_PATTERN, pattern_regex, pretokenize
@@ -24,7 +23,6 @@ from bpe.specials import refuse_disallowed, special_spans
 from bpe.tokenizer import Tokenizer, load
 
 SpecialSet = Union[Literal["all"], AbstractSet[str]]
-_WHITESPACE = regex.compile(r"\p{White_Space}")
 _ALL_SPACE = frozenset(b" \n\t")
 
 
@@ -169,6 +167,8 @@ class Encoding:
         return self._tokenizer.encode_piece(text_or_bytes)
 
     def _encode_only_native_bpe(self, text: str) -> list[int]:
+        import regex      # on use, as everywhere in bpe: see patterns._LOOKS_LIKE_A_NAME
+
         ids = []
         for piece in regex.findall(self._pat_str, text):
             ids += self._tokenizer.encode_piece(piece.encode("utf-8"))
@@ -248,7 +248,7 @@ class Encoding:
         if len(unstable) > 1:
             last_char = _last_utf8_character(unstable)
             if last_char is not None and len(last_char) < len(unstable) \
-                    and _WHITESPACE.fullmatch(last_char.decode("utf-8")):
+                    and _is_white_space(last_char.decode("utf-8")):
                 cut = len(unstable) - len(last_char)
                 completions.add(tuple(self._tokenizer.encode_piece(unstable[:cut])
                                       + self._tokenizer.encode_piece(unstable[cut:])))
@@ -389,3 +389,15 @@ def _last_utf8_character(data: bytes) -> Optional[bytes]:
         except UnicodeDecodeError:
             continue
     return None
+
+
+@functools.lru_cache(maxsize=None)
+def _white_space():
+    import regex
+
+    return regex.compile(r"\p{White_Space}")
+
+
+def _is_white_space(character: str) -> bool:
+    """Whether ``character`` is Unicode white space, as ``regex`` says."""
+    return _white_space().fullmatch(character) is not None

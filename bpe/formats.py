@@ -26,11 +26,11 @@ import functools
 import gzip
 import json
 import os
+import re
 import zlib
 from typing import Iterable, Iterator, NamedTuple, Optional, Sequence
 
 import numpy as np
-import regex
 
 from bpe._rankfile import parse_rank_lines
 from bpe.errors import TokenizerFileError
@@ -45,7 +45,7 @@ HF_FILE_NAME = "tokenizer.json"
 Pair = tuple[bytes, bytes]
 #: An id or rank as a file writes it: ASCII digits only (``str.isdigit`` and
 #: ``int`` also take "²" and Arabic-Indic digits).
-_ASCII_NUMBER = regex.compile(r"[0-9]+")
+_ASCII_NUMBER = re.compile(r"[0-9]+")     # the standard library's: loading never imports regex
 
 
 class TokenizerData(NamedTuple):
@@ -266,6 +266,8 @@ def _gpt2_translation() -> tuple[dict[int, int], "regex.Pattern"]:
     """``str.translate`` table from GPT-2's characters to the Latin-1 character of
     each byte, and a regex of text made only of GPT-2's characters: a token is
     converted in two C passes, not a Python loop per character."""
+    import regex
+
     decoder = gpt2_byte_decoder()
     table = {ord(c): b for c, b in decoder.items()}
     return table, regex.compile("[" + "".join(regex.escape(c) for c in decoder) + "]*")
@@ -569,6 +571,8 @@ def _huggingface_pattern(pre_tokenizer, refuse) -> Optional[str]:
             if isinstance(source.get("Regex"), str):
                 pattern = source["Regex"]
             elif isinstance(source.get("String"), str):
+                import regex
+
                 pattern = regex.escape(source["String"])
             else:
                 raise refuse(f"{field}.pattern", f"{source!r:.60} is neither a Regex nor a String")

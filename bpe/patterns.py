@@ -7,9 +7,8 @@ all refer to these definitions. (Special tokens have their own module,
 from __future__ import annotations
 
 import functools
+import re
 from typing import Optional
-
-import regex
 
 from bpe._scanner import PATTERN_IDS, split_offsets
 
@@ -40,7 +39,11 @@ TIKTOKEN_GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}
 HUGGINGFACE_CL100K_PATTERN = CL100K_PATTERN.replace(r"\p{N}{1,3}+", r"\p{N}{1,3}")
 _EQUIVALENT_SOURCES = {TIKTOKEN_GPT2_PATTERN: "gpt2", HUGGINGFACE_CL100K_PATTERN: "cl100k"}
 _ALIASES = {"r50k_base": "gpt2", "cl100k_base": "cl100k", "o200k_base": "o200k"}
-_LOOKS_LIKE_A_NAME = regex.compile(r"[A-Za-z][A-Za-z0-9_]*")
+#: The standard library's ``re`` where it reads ASCII alone: the ``regex`` module
+#: is imported only for custom patterns, table derivation and the like, so that
+#: loading a built-in vocabulary and encoding ASCII text never pays its import
+#: (7 ms, of a first encode timed against tiktoken's).
+_LOOKS_LIKE_A_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 #: A custom pattern gets this long per call, plus SECONDS_PER_CHAR of its text,
 #: before it is stopped: a pattern read from a file is code, and one like
 #: ``(a|aa)+$`` backtracks exponentially.
@@ -71,6 +74,8 @@ def canonical_pattern(pattern: Optional[str]) -> Optional[str]:
         raise ValueError(f"pattern {pattern!r} is not a built-in name: use one of "
                          f"{', '.join([*PATTERNS, *_ALIASES])}, or write a regex "
                          f"(a literal word as (?:{pattern}))")
+    import regex
+
     try:
         regex.compile(pattern)
     except regex.error as e:
@@ -93,6 +98,8 @@ def compile_pattern(pattern: Optional[str]):
 
 @functools.lru_cache(maxsize=64)
 def _compile(source: str):
+    import regex
+
     return regex.compile(source)
 
 
@@ -107,6 +114,7 @@ def regex_pretokens(compiled, text: str, source: Optional[str] = None) -> list[s
     that runs too long (``PATTERN_TIMEOUT_SECONDS``) raises ValueError naming
     it and ``source`` (the file it came from), if given.
 
+    >>> import regex
     >>> regex_pretokens(regex.compile(r"\w+"), "hello, world!")
     ['hello', ', ', 'world', '!']
     >>> regex_pretokens(regex.compile(r"b*"), "abba")
@@ -164,9 +172,15 @@ def native_pattern_id(pattern: Optional[str]) -> Optional[int]:
 #: Positions where splitting text provably leaves the pre-tokens of gpt2, cl100k
 #: and o200k unchanged, whatever follows (see ``is_safe_cut``).
 SAFE_CUT_SOURCE = r"(?<=[!-~]\n)(?=[A-Za-z0-9])|(?<=[A-Za-z])(?= [A-Za-z])"
-_SAFE_CUT = {str: regex.compile(SAFE_CUT_SOURCE), bytes: regex.compile(SAFE_CUT_SOURCE.encode())}
-_LAST_SAFE_CUT = {str: regex.compile(SAFE_CUT_SOURCE, regex.REVERSE),
-                  bytes: regex.compile(SAFE_CUT_SOURCE.encode(), regex.REVERSE)}
+
+
+@functools.lru_cache(maxsize=None)
+def _safe_cuts(kind: type, last: bool):
+    """``SAFE_CUT_SOURCE`` compiled for str or bytes, searching backwards for ``last``."""
+    import regex
+
+    source = SAFE_CUT_SOURCE if issubclass(kind, str) else SAFE_CUT_SOURCE.encode()
+    return regex.compile(source, regex.REVERSE if last else 0)
 
 
 def is_safe_cut(text, position: int, pattern: Optional[str]) -> bool:
@@ -197,7 +211,7 @@ def is_safe_cut(text, position: int, pattern: Optional[str]) -> bool:
     """
     if canonical_pattern(pattern) not in PATTERNS:
         return False
-    return _SAFE_CUT[type(text)].match(text, position) is not None
+    return _safe_cuts(type(text), False).match(text, position) is not None
 
 
 def find_safe_cut(text, pattern: Optional[str], start: int = 0, last: bool = False) -> int:
@@ -208,5 +222,5 @@ def find_safe_cut(text, pattern: Optional[str], start: int = 0, last: bool = Fal
     """
     if canonical_pattern(pattern) not in PATTERNS:
         return -1
-    match = (_LAST_SAFE_CUT if last else _SAFE_CUT)[type(text)].search(text, start)
+    match = _safe_cuts(type(text), last).search(text, start)
     return -1 if match is None else match.start()

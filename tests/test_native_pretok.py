@@ -223,7 +223,7 @@ def test_tables_from_another_regex_or_damaged_are_not_used(tmp_path, monkeypatch
     unicode.save_tables(path)
     assert all(np.array_equal(a, b) for a, b in zip(unicode.shipped_tables(path), unicode.derive_tables()))
     with monkeypatch.context() as patched:
-        patched.setattr(unicode.regex, "__version__", "1999.1.1")
+        patched.setattr(regex, "__version__", "1999.1.1")
         assert unicode.shipped_tables(path) is None
     stored = dict(np.load(path))
     damaged = {
