@@ -13,6 +13,7 @@ import importlib.util
 import os
 import sys
 
+import numpy
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
@@ -30,7 +31,9 @@ compile_args = ["-O0", "-g", "-UNDEBUG"] if DEBUG else ["-O3"]
 
 extensions = [
     Extension(f"bpe.{name}", [f"bpe/{name}.pyx"], extra_compile_args=compile_args,
-              define_macros=[("BPE_DEBUG_BUILD", "1" if DEBUG else "0")])
+              define_macros=[("BPE_DEBUG_BUILD", "1" if DEBUG else "0")],
+              # _memory hands numpy an allocator for id arrays (PyDataMem_SetHandler).
+              include_dirs=[numpy.get_include()] if name == "_memory" else [])
     for name in ("_memory", "_types", "_scanner", "_encode", "_lists", "_train", "_rankfile")
 ]
 

@@ -18,7 +18,7 @@ cdef void* mem_calloc(size_t count, size_t size) noexcept nogil
 # them, so a probe does not also miss the TLB (freed with mem_free).
 cdef void* mem_alloc_huge(size_t size) noexcept nogil
 cdef void* mem_resize(void* block, size_t size) noexcept nogil
-# An id array handed to a caller, on ordinary pages (see bpe/_memory.pyx for why).
+# An id array handed to a caller, its memory kept for the next when freed (see bpe/_memory.pyx).
 cpdef object empty_written_once(Py_ssize_t n, object dtype)
 cdef void mem_free(void* block) noexcept nogil
 cdef bint allocation_fails() noexcept nogil

@@ -7,10 +7,10 @@ that each surfaces as a MemoryError, never a crash, and that later calls give
 the right results. Off (``n = 0``), the check costs one compare per allocation.
 
 Also the pages memory asks for: huge ones for tables probed at random
-(``mem_alloc_huge``), ordinary ones for id arrays handed to callers
-(``empty_written_once``).
+(``mem_alloc_huge``), ordinary ones for id arrays handed to callers, whose
+blocks are kept for the next call (``empty_written_once``).
 """
-from libc.stdint cimport int64_t, uintptr_t
+from libc.stdint cimport int64_t
 from libc.stdlib cimport calloc, free, malloc, realloc
 
 import numpy as np
@@ -66,44 +66,6 @@ cdef extern from *:
     """
     void* bpe_alloc_huge(size_t size) nogil
 
-cdef extern from *:
-    """
-    #include <stdint.h>
-    #if defined(__linux__)
-    #include <sys/mman.h>
-    #include <unistd.h>
-    #endif
-    /* Advise ordinary pages for the whole pages inside [block, block + size),
-       for output written once, front to back. numpy advises huge pages for
-       every array of 4 MiB or more. On a VM that hands freed memory back to
-       its host (virtio-balloon free page reporting, as on the machine these
-       kernels were measured on), a huge page taken from memory freed a few
-       seconds before waits for the host to back all 2 MiB again: 15-18 ms a
-       page, in system time, which made about half the warm 10 MB passes of a
-       benchmark 5x slower. Ordinary pages fault about as fast otherwise (a
-       warm 10 MB pass: 3 600 of them in the same time as 8 huge ones) and come
-       from memory the guest still holds. A hint: refused, nothing changes. */
-    static void bpe_advise_small_pages(void* block, size_t size) {
-    #if defined(__linux__) && defined(MADV_NOHUGEPAGE)
-        static uintptr_t page = 0;
-        uintptr_t start, end;
-        if (page == 0) {
-            long got = sysconf(_SC_PAGESIZE);
-            page = got > 0 ? (uintptr_t)got : 4096;
-        }
-        start = ((uintptr_t)block + page - 1) & ~(page - 1);
-        end = ((uintptr_t)block + size) & ~(page - 1);
-        if (end > start)
-            (void)madvise((void*)start, end - start, MADV_NOHUGEPAGE);
-    #else
-        (void)block;
-        (void)size;
-    #endif
-    }
-    """
-    void bpe_advise_small_pages(void* block, size_t size) nogil
-
-
 cdef enum:
     # numpy's own threshold for advising huge pages. A smaller array, often
     # carved from the heap, keeps the advice its mapping has: advice on part
@@ -111,14 +73,270 @@ cdef enum:
     SMALL_PAGES_FROM = 4 << 20
 
 
+cdef extern from *:
+    """
+    #include <string.h>
+    #if defined(__linux__) || defined(__APPLE__)
+    #define BPE_ID_BLOCKS 1
+    #include <pthread.h>
+    #include <sys/mman.h>
+    #include <unistd.h>
+    #else
+    #define BPE_ID_BLOCKS 0
+    #endif
+
+    /* Blocks for the id arrays handed to callers, kept for the next call when
+       numpy frees an array (see empty_written_once for why). Each block is a
+       mapping of its own, advised ordinary pages once, with a header before
+       the array's memory: the size mapped and the size the array last asked
+       for. At most BPE_IDLE_BLOCKS idle blocks are kept, the largest, and none
+       mapped larger than bpe_idle_largest; the rest are unmapped at once. */
+    #define BPE_BLOCK_HEADER 64
+    #define BPE_IDLE_BLOCKS 2
+    typedef struct { size_t mapped; size_t size; } bpe_block;
+    static size_t bpe_idle_largest = (size_t)64 << 20;   /* ids of a 16 MB text in one call */
+    static int (*bpe_block_fails)(void) = NULL;    /* the test hook, set by the module */
+
+    #if BPE_ID_BLOCKS
+    static bpe_block* bpe_idle[BPE_IDLE_BLOCKS];
+    static pthread_mutex_t bpe_idle_lock = PTHREAD_MUTEX_INITIALIZER;
+
+    static bpe_block* bpe_block_map(size_t size) {
+        size_t page = (size_t)sysconf(_SC_PAGESIZE), mapped;
+        void* base;
+        if (size > ((size_t)-1) / 2)
+            return NULL;
+        mapped = (size + BPE_BLOCK_HEADER + page - 1) / page * page;
+        base = mmap(NULL, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (base == MAP_FAILED)
+            return NULL;
+    #if defined(MADV_NOHUGEPAGE)
+        /* Ordinary pages: numpy advises huge pages for every array of 4 MiB or
+           more. On a VM that hands freed memory back to its host
+           (virtio-balloon free page reporting, as on the machine these
+           kernels were measured on), a huge page taken from memory freed a
+           few seconds before waits for the host to back all 2 MiB again:
+           15-18 ms a page, in system time, which made about half the warm
+           10 MB passes of a benchmark 5x slower. Ordinary pages fault about
+           as fast otherwise and come from memory the guest still holds. */
+        (void)madvise(base, mapped, MADV_NOHUGEPAGE);
+    #endif
+        ((bpe_block*)base)->mapped = mapped;
+        return (bpe_block*)base;
+    }
+
+    /* The memory of an array of size bytes: an idle block that holds it (the
+       smallest such), else a new one; NULL when out of memory. */
+    static void* bpe_block_take(size_t size) {
+        bpe_block* block = NULL;
+        int k, best = -1;
+        pthread_mutex_lock(&bpe_idle_lock);
+        for (k = 0; k < BPE_IDLE_BLOCKS; k++)
+            if (bpe_idle[k] != NULL && bpe_idle[k]->mapped - BPE_BLOCK_HEADER >= size
+                    && (best < 0 || bpe_idle[k]->mapped < bpe_idle[best]->mapped))
+                best = k;
+        if (best >= 0) {
+            block = bpe_idle[best];
+            bpe_idle[best] = NULL;
+        }
+        pthread_mutex_unlock(&bpe_idle_lock);
+        if (block == NULL) {
+            if (bpe_block_fails != NULL && bpe_block_fails())
+                return NULL;
+            block = bpe_block_map(size);
+            if (block == NULL)
+                return NULL;
+        }
+        block->size = size;
+        return (char*)block + BPE_BLOCK_HEADER;
+    }
+
+    /* An array's memory given back: kept idle in place of a smaller idle
+       block (or an empty place), else unmapped. */
+    static void bpe_block_give(void* memory) {
+        bpe_block* block = (bpe_block*)((char*)memory - BPE_BLOCK_HEADER);
+        bpe_block* evicted = block;
+        int k, smallest = -1;
+        if (block->mapped <= bpe_idle_largest) {
+            pthread_mutex_lock(&bpe_idle_lock);
+            for (k = 0; k < BPE_IDLE_BLOCKS; k++)
+                if (bpe_idle[k] == NULL || smallest < 0
+                        || (bpe_idle[smallest] != NULL && bpe_idle[k]->mapped < bpe_idle[smallest]->mapped))
+                    smallest = k;
+            if (bpe_idle[smallest] == NULL || bpe_idle[smallest]->mapped < block->mapped) {
+                evicted = bpe_idle[smallest];
+                bpe_idle[smallest] = block;
+            }
+            pthread_mutex_unlock(&bpe_idle_lock);
+        }
+        if (evicted != NULL)
+            munmap(evicted, evicted->mapped);
+    }
+
+    /* Unmap every idle block; how many there were. */
+    static int bpe_blocks_release(void) {
+        bpe_block* idle[BPE_IDLE_BLOCKS];
+        int k, n = 0;
+        pthread_mutex_lock(&bpe_idle_lock);
+        for (k = 0; k < BPE_IDLE_BLOCKS; k++) {
+            idle[k] = bpe_idle[k];
+            bpe_idle[k] = NULL;
+        }
+        pthread_mutex_unlock(&bpe_idle_lock);
+        for (k = 0; k < BPE_IDLE_BLOCKS; k++)
+            if (idle[k] != NULL) {
+                munmap(idle[k], idle[k]->mapped);
+                n++;
+            }
+        return n;
+    }
+
+    static int bpe_blocks_idle(void) {
+        int k, n = 0;
+        pthread_mutex_lock(&bpe_idle_lock);
+        for (k = 0; k < BPE_IDLE_BLOCKS; k++)
+            n += bpe_idle[k] != NULL;
+        pthread_mutex_unlock(&bpe_idle_lock);
+        return n;
+    }
+
+    /* numpy's allocator interface (a PyDataMem_Handler), over the blocks. */
+    static void* bpe_blocks_malloc(void* ctx, size_t size) {
+        (void)ctx;
+        return bpe_block_take(size);
+    }
+    static void* bpe_blocks_calloc(void* ctx, size_t count, size_t item) {
+        void* memory;
+        (void)ctx;
+        if (item != 0 && count > ((size_t)-1) / item)
+            return NULL;
+        memory = bpe_block_take(count * item);
+        if (memory != NULL)
+            memset(memory, 0, count * item);      /* an idle block holds old ids */
+        return memory;
+    }
+    static void* bpe_blocks_realloc(void* ctx, void* memory, size_t size) {
+        bpe_block* block;
+        void* moved;
+        (void)ctx;
+        if (memory == NULL)
+            return bpe_block_take(size);
+        block = (bpe_block*)((char*)memory - BPE_BLOCK_HEADER);
+        if (size <= block->mapped - BPE_BLOCK_HEADER) {     /* shrinking, mostly: in place */
+            block->size = size;
+            return memory;
+        }
+        moved = bpe_block_take(size);
+        if (moved == NULL)
+            return NULL;
+        memcpy(moved, memory, block->size);
+        bpe_block_give(memory);
+        return moved;
+    }
+    static void bpe_blocks_free(void* ctx, void* memory, size_t size) {
+        (void)ctx;
+        (void)size;
+        if (memory != NULL)
+            bpe_block_give(memory);
+    }
+    #else
+    static int bpe_blocks_release(void) { return 0; }
+    static int bpe_blocks_idle(void) { return 0; }
+    #endif
+
+    static void* bpe_blocks_handler(void);
+    """
+    bint ID_BLOCKS "BPE_ID_BLOCKS"
+    size_t bpe_idle_largest
+    int (*bpe_block_fails)() noexcept nogil
+    int bpe_blocks_release() nogil
+    int bpe_blocks_idle() nogil
+
+
+cdef extern from *:
+    """
+    #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+    #define NPY_TARGET_VERSION NPY_1_23_API_VERSION
+    #include <numpy/arrayobject.h>
+    #if BPE_ID_BLOCKS
+    static PyDataMem_Handler bpe_id_blocks_handler = {
+        "bpe_id_blocks", 1,
+        {NULL, bpe_blocks_malloc, bpe_blocks_calloc, bpe_blocks_realloc, bpe_blocks_free}
+    };
+    static void* bpe_blocks_handler(void) { return &bpe_id_blocks_handler; }
+    #else
+    static void* bpe_blocks_handler(void) { return NULL; }
+    #endif
+    """
+    int _import_array() except -1
+    object PyDataMem_SetHandler(object handler)
+    void* bpe_blocks_handler()
+
+
+cdef extern from "Python.h":
+    object PyCapsule_New(void* pointer, const char* name, void* destructor)
+
+
+_import_array()
+
+
+cdef int _block_fails() noexcept nogil:
+    return injected_failure()
+
+
+bpe_block_fails = _block_fails
+# numpy's name for an allocator handed to PyDataMem_SetHandler.
+cdef object _id_blocks = PyCapsule_New(bpe_blocks_handler(), "mem_handler", NULL) if ID_BLOCKS else None
+
+
 cpdef object empty_written_once(Py_ssize_t n, object dtype):
-    """``np.empty(n, dtype)`` for an array to be written once, front to back (ids
-    returned to a caller): from 4 MiB up, on ordinary pages (``bpe_advise_small_pages``
-    says why). Every id array the kernels hand out is made here."""
-    out = np.empty(n, dtype=dtype)
-    if out.nbytes >= SMALL_PAGES_FROM:       # ctypes costs ~1.5 us: only where it pays
-        bpe_advise_small_pages(<void*><uintptr_t>out.ctypes.data, <size_t>out.nbytes)
-    return out
+    """``np.empty(n, dtype)`` for an array to be written once, front to back: the
+    id arrays the kernels hand to callers. Every one is made here.
+
+    From 4 MiB up, its memory comes from a block of this module's, which numpy
+    gives back here when the array is freed (the allocator it asks for while
+    the array is made, ``PyDataMem_SetHandler``, stays the array's): the next
+    call writes into the same pages, where a fresh mapping faulted in every
+    page afresh (3 600 faults for 10 MB of code, a quarter of a warm pass;
+    with a buffer written before, 379 -> 515 MB/s median, gpt2). Everything
+    else about the array is numpy's: it owns its memory, and resizing and
+    freeing it go through the same allocator. Idle blocks are few and bounded
+    (``BPE_IDLE_BLOCKS``, ``bpe_idle_largest``); ``release_id_blocks`` unmaps
+    them. The blocks are on ordinary pages (``bpe_block_map`` says why).
+    Elsewhere than Linux and macOS, numpy's own allocator.
+    """
+    cdef object previous
+    if _id_blocks is None or n * (<Py_ssize_t>np.dtype(dtype).itemsize) < SMALL_PAGES_FROM:
+        return np.empty(n, dtype=dtype)
+    previous = PyDataMem_SetHandler(_id_blocks)
+    try:
+        return np.empty(n, dtype=dtype)
+    finally:
+        PyDataMem_SetHandler(previous)
+
+
+def release_id_blocks():
+    """Unmap the idle blocks id arrays were made from (see ``empty_written_once``);
+    how many there were."""
+    cdef int released
+    with nogil:
+        released = bpe_blocks_release()
+    return released
+
+
+def idle_id_blocks():
+    """How many blocks for id arrays are idle now."""
+    return bpe_blocks_idle()
+
+
+def largest_idle_id_block(size=None):
+    """The largest block (bytes mapped) kept idle; given ``size``, set it first
+    (tests make it small) and return the one before."""
+    global bpe_idle_largest
+    before = bpe_idle_largest
+    if size is not None:
+        bpe_idle_largest = size
+    return before
 
 
 cdef extern from *:

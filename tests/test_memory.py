@@ -10,6 +10,7 @@ right answer afterwards.
 """
 import contextlib
 import os
+import pickle
 import sys
 
 import numpy as np
@@ -287,3 +288,94 @@ def test_a_returned_id_array_is_advised_ordinary_pages():
         assert "nh" in flags and "hg" not in flags, flags
     small = bpe.load("gpt2").encoder.encode_strs(["hello"], [])[0]  # under 4 MiB: no advice, same ids
     assert small.tolist() == bpe.load("gpt2").encode("hello")
+
+
+@pytest.fixture
+def no_idle_id_blocks():
+    _memory.release_id_blocks()
+    yield
+    _memory.release_id_blocks()
+
+
+BIG = 3 << 20                       # uint32 ids: 12 MiB, from the blocks of _memory
+
+
+def test_an_id_array_reuses_the_block_of_one_freed_and_never_one_in_use(no_idle_id_blocks):
+    first = _memory.empty_written_once(BIG, np.uint32)
+    first[:] = 7
+    address = first.ctypes.data
+    second = _memory.empty_written_once(BIG, np.uint32)      # first is still held
+    assert not np.shares_memory(first, second) and first.flags.owndata and second.flags.owndata
+    assert _memory.idle_id_blocks() == 0
+    del first
+    assert _memory.idle_id_blocks() == 1
+    third = _memory.empty_written_once(BIG, np.uint16)         # any dtype, any smaller size
+    assert third.ctypes.data == address and _memory.idle_id_blocks() == 0
+    # The array is numpy's as any other: it shrinks in place, grows by moving
+    # (keeping its contents), pickles, and its memory goes back when it goes.
+    third[:5] = [1, 2, 3, 4, 5]
+    third.resize(10, refcheck=False)
+    assert third.ctypes.data == address and third[:5].tolist() == [1, 2, 3, 4, 5]
+    third.resize(BIG * 4, refcheck=False)
+    assert third.ctypes.data != address and third[:5].tolist() == [1, 2, 3, 4, 5]
+    assert _memory.idle_id_blocks() == 1                        # the block it left
+    assert pickle.loads(pickle.dumps(third[:5])).tolist() == [1, 2, 3, 4, 5]
+    del second, third
+    assert _memory.idle_id_blocks() == 2
+
+
+def test_encoding_again_never_writes_into_ids_still_held(no_idle_id_blocks):
+    encoder = bpe.load("gpt2").encoder
+    texts = [random_corpus(seed, n_words=20_000) for seed in range(8)]
+    kept = [encoder.encode_strs(texts, [])[0] for _ in range(3)]
+    assert kept[0].nbytes >= 4 << 20
+    expected = kept[0].copy()
+    for _ in range(4):                          # the freed ones' blocks come back in turn
+        again = encoder.encode_strs(texts[::-1], [])[0]
+        assert not any(np.shares_memory(again, ids) for ids in kept)
+        del again
+    assert all(np.array_equal(ids, expected) for ids in kept)
+
+
+def test_idle_id_blocks_are_few_and_bounded(no_idle_id_blocks):
+    arrays = [_memory.empty_written_once(BIG + k * 4096, np.uint32) for k in range(4)]
+    del arrays
+    assert _memory.idle_id_blocks() == 2                        # the two largest kept
+    assert _memory.release_id_blocks() == 2 and _memory.idle_id_blocks() == 0
+    before = _memory.largest_idle_id_block(8 << 20)
+    try:
+        big = _memory.empty_written_once(BIG, np.uint32)             # 12 MiB: over the bound
+        del big
+        assert _memory.idle_id_blocks() == 0
+        small = _memory.empty_written_once(1 << 20, np.uint32)       # 4 MiB: kept
+        del small
+        assert _memory.idle_id_blocks() == 1
+    finally:
+        _memory.largest_idle_id_block(before)
+
+
+def test_a_block_that_cannot_be_mapped_is_a_memory_error(no_idle_id_blocks):
+    result, happened = with_failure_at(1, lambda: _memory.empty_written_once(BIG, np.uint32))
+    assert result is MemoryError and happened
+    assert _memory.empty_written_once(BIG, np.uint32).shape == (BIG,)
+
+
+def test_threads_taking_and_giving_back_blocks_keep_their_own(no_idle_id_blocks):
+    import threading
+
+    failures = []
+
+    def churn(value):
+        for _ in range(30):
+            ids = _memory.empty_written_once(BIG, np.uint32)
+            ids[:] = value
+            if not (ids[::4096] == value).all():
+                failures.append(value)
+            del ids
+
+    threads = [threading.Thread(target=churn, args=(value,)) for value in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == [] and _memory.idle_id_blocks() <= 2
