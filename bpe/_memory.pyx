@@ -173,6 +173,15 @@ cdef extern from *:
             munmap(evicted, evicted->mapped);
     }
 
+    /* A process forked while another thread held the lock would find it held
+       for ever: the child starts with it new (it has one thread). */
+    static void bpe_blocks_after_fork(void) {
+        pthread_mutex_init(&bpe_idle_lock, NULL);
+    }
+    static void bpe_blocks_init(void) {
+        (void)pthread_atfork(NULL, NULL, bpe_blocks_after_fork);
+    }
+
     /* Unmap every idle block; how many there were. */
     static int bpe_blocks_release(void) {
         bpe_block* idle[BPE_IDLE_BLOCKS];
@@ -240,6 +249,7 @@ cdef extern from *:
             bpe_block_give(memory);
     }
     #else
+    static void bpe_blocks_init(void) {}
     static int bpe_blocks_release(void) { return 0; }
     static int bpe_blocks_idle(void) { return 0; }
     #endif
@@ -249,6 +259,7 @@ cdef extern from *:
     bint ID_BLOCKS "BPE_ID_BLOCKS"
     size_t bpe_idle_largest
     int (*bpe_block_fails)() noexcept nogil
+    void bpe_blocks_init()
     int bpe_blocks_release() nogil
     int bpe_blocks_idle() nogil
 
@@ -285,6 +296,7 @@ cdef int _block_fails() noexcept nogil:
 
 
 bpe_block_fails = _block_fails
+bpe_blocks_init()
 # numpy's name for an allocator handed to PyDataMem_SetHandler.
 cdef object _id_blocks = PyCapsule_New(bpe_blocks_handler(), "mem_handler", NULL) if ID_BLOCKS else None
 

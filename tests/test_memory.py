@@ -379,3 +379,18 @@ def test_threads_taking_and_giving_back_blocks_keep_their_own(no_idle_id_blocks)
     for thread in threads:
         thread.join()
     assert failures == [] and _memory.idle_id_blocks() <= 2
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_takes_and_gives_back_blocks(no_idle_id_blocks):
+    kept = _memory.empty_written_once(BIG, np.uint32)
+    del kept                                      # an idle block, copied into the child
+    pid = os.fork()
+    if pid == 0:                                  # the child: exit status says what it saw
+        ids = _memory.empty_written_once(BIG, np.uint32)
+        ids[:] = 3
+        fine = bool((ids[::4096] == 3).all()) and _memory.idle_id_blocks() == 0
+        del ids
+        os._exit(0 if fine and _memory.idle_id_blocks() == 1 else 1)
+    assert os.waitpid(pid, 0)[1] == 0
+    assert _memory.idle_id_blocks() == 1          # the parent's own, untouched
