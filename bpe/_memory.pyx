@@ -67,10 +67,10 @@ cdef extern from *:
     void* bpe_alloc_huge(size_t size) nogil
 
 cdef enum:
-    # numpy's own threshold for advising huge pages. A smaller array, often
-    # carved from the heap, keeps the advice its mapping has: advice on part
-    # of a mapping splits it in two.
-    SMALL_PAGES_FROM = 4 << 20
+    # The smallest id array made in a block of its own (``empty_written_once``),
+    # numpy's own threshold for advising huge pages; smaller ones keep numpy's
+    # allocator (a block is a mapping of its own, a page at least).
+    ID_BLOCKS_FROM = 4 << 20
 
 
 cdef extern from *:
@@ -318,7 +318,7 @@ cpdef object empty_written_once(Py_ssize_t n, object dtype):
     Elsewhere than Linux and macOS, numpy's own allocator.
     """
     cdef object previous
-    if _id_blocks is None or n * (<Py_ssize_t>np.dtype(dtype).itemsize) < SMALL_PAGES_FROM:
+    if _id_blocks is None or n * (<Py_ssize_t>np.dtype(dtype).itemsize) < ID_BLOCKS_FROM:
         return np.empty(n, dtype=dtype)
     previous = PyDataMem_SetHandler(_id_blocks)
     try:
