@@ -108,6 +108,13 @@ cdef inline int32_t pair_rank(const PairRanks* t, token_t left, token_t right) n
     return -1 if slot == EMPTY_SLOT else <int32_t>(slot & ((<uint64_t>1 << FIELD_BITS) - 1))
 
 
+cdef inline int64_t pairranks_bytes(const PairRanks* t) noexcept nogil:
+    """The bytes of the slots a lookup probes (the byte grid aside)."""
+    if t.wide:
+        return (t.pairs.mask + 1) * <int64_t>(sizeof(uint64_t) + sizeof(int32_t))
+    return (t.mask + 1) * <int64_t>sizeof(uint64_t)
+
+
 cdef inline int32_t byte_pair_rank(const PairRanks* t, uint8_t first, uint8_t second) noexcept nogil:
     """The rank of the pair of the two bytes' tokens, or -1 (``pairranks_fill_bytes``)."""
     return t.byte_grid[(<int>first << 8) | second]

@@ -44,9 +44,10 @@ def small_short_caches(first: int, largest: int):
 def misses_merged(when: str):
     """Meanwhile the kernel merges the short pre-tokens that miss its caches
     side by side in each batch ("batched": every batch), or one by one
-    as each batch meets them ("one by one": never batched). By default a
+    as each batch meets them ("one by one": never batched). By default each
+    kernel chooses: where its pair table is larger than a core's L2 cache, a
     batch after one with a few misses is batched, so a call's first batches
-    are, and a warm call's are not."""
+    are, and a warm call's are not; where it fits, none is."""
     before = group_after_misses({"batched": 0, "one by one": -1}[when])
     try:
         yield

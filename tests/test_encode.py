@@ -9,7 +9,7 @@ from hypothesis import given, settings
 import bpe
 import bpe.encoder
 from bpe import pure
-from bpe._encode import group_after_misses, merged_ids_by_offset, short_cache_sizes
+from bpe._encode import group_after_misses, l2_cache_bytes, merged_ids_by_offset, short_cache_sizes
 from bpe.formats import flatten
 
 from conftest import SHAKESPEARE, misses_merged, random_corpus, small_short_caches
@@ -656,6 +656,35 @@ def test_the_miss_path_hook_names_a_bad_setting():
         with pytest.raises(ValueError, match="misses must be an int"):
             group_after_misses(bad)
     assert group_after_misses() == before
+    for bad in (-1, 1.5, "0"):
+        with pytest.raises(ValueError, match="size must be an int"):
+            l2_cache_bytes(bad)
+
+
+def test_a_kernel_merges_side_by_side_unless_its_pair_table_fits_in_l2():
+    # Left to the kernel (the default), a cold batch's new pre-tokens are merged
+    # side by side where the pair table is larger than a core's L2 cache or the
+    # L2's size is unknown, one by one where it fits. gpt2's table is 2 MiB:
+    # built as if on machines of each kind, exact on each.
+    tok = bpe.load("gpt2")
+    reference = get_encoding("gpt2")
+    rng = np.random.default_rng(29)
+    text = "".join(" " + "".join(rng.choice(list("bcdfghjklmnpqrstvwxz"), size=int(rng.integers(2, 15))))
+                   for _ in range(2000)) + open(SHAKESPEARE, encoding="utf-8").read()[:20_000]
+    layout, _, slots = tok.encoder._kernel.pair_table
+    assert layout == "packed"
+    table_bytes = 8 * slots
+    assert group_after_misses() is None
+    before = l2_cache_bytes()
+    try:
+        for l2, side_by_side in ((0, True), (table_bytes // 2, True), (table_bytes, False), (1 << 40, False)):
+            l2_cache_bytes(l2)
+            encoder = bpe.encoder.Encoder(tok.encoder._arrays, tok.pattern, {})
+            assert encoder._kernel.merges_side_by_side == side_by_side, l2
+            assert encoder.encode_strs([text], [])[0].tolist() == reference.encode_ordinary(text), l2
+    finally:
+        l2_cache_bytes(before)
+    assert l2_cache_bytes() == before
 
 
 def test_pre_tokens_of_every_length_around_the_short_keys_limit(pair, miss_path):
