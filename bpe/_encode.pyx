@@ -40,6 +40,7 @@ from bpe._shortcache cimport (INLINE_IDS, SHORT_KEY_BYTES, BatchKey, ShortCache,
                               shortcache_insert, shortcache_insert_run, shortcache_make_room, shortcache_mark_spilled,
                               shortcache_run, shortcache_slot, shortcache_spilled, shortcache_spilled_era, run_start,
                               write_run)
+from bpe._shortfilter cimport ShortFilter, shortfilter_add, shortfilter_free, shortfilter_init, shortfilter_may_hold
 from bpe._specials cimport Needles, needles_free, needles_point_at, needles_restart, next_special
 from bpe._types cimport offset_t, out_id_t, pack_pair, pair_left, pair_right, pair_t, token_t
 from bpe._utf8 cimport utf8_bound, write_utf8
@@ -440,6 +441,7 @@ cdef class EncodeKernel:
         token_t byte_ids[256]
         BytesTable tokens
         ShortCache short_tokens  # the tokens of 2 to SHORT_KEY_BYTES bytes: a miss's first probe
+        ShortFilter short_token_filter  # ... unless this says it is surely none of them
         PairRanks pairs
         token_t* merged_id
         int32_t n_ranks
@@ -497,7 +499,8 @@ cdef class EncodeKernel:
         short_slots = 1024
         while short_slots < 2 * n_short:
             short_slots *= 2
-        if shortcache_init(&self.short_tokens, short_slots, short_slots) < 0:
+        if (shortcache_init(&self.short_tokens, short_slots, short_slots) < 0
+                or shortfilter_init(&self.short_token_filter, n_short) < 0):
             raise MemoryError()
         for t in range(n_tokens):
             length = token_offsets[t + 1] - token_offsets[t]
@@ -507,6 +510,7 @@ cdef class EncodeKernel:
                 token_id = <uint32_t>token_ids[t]
                 if not shortcache_holds(slot):
                     shortcache_insert(&self.short_tokens, slot, &key, &token_id, 1)
+                    shortfilter_add(&self.short_token_filter, key.hash)
                 else:
                     slot.ids[0] = token_id      # the later id, as in the token table
         entry_of_id = _entry_of_id(token_ids, ranked_ids)
@@ -616,6 +620,16 @@ cdef class EncodeKernel:
             return "wide", self.pairs.pairs.size, self.pairs.pairs.mask + 1
         return "packed", self.pairs.size, self.pairs.mask + 1
 
+    def may_be_short_token(self, bytes piece):
+        """False when the filter of short tokens says ``piece`` (2 to
+        SHORT_KEY_BYTES bytes) is surely no token, True when it may be one:
+        for tests, which check it says True for every token."""
+        cdef ShortKey key
+        if not 2 <= len(piece) <= SHORT_KEY_BYTES:
+            raise ValueError(f"a short piece is of 2 to {SHORT_KEY_BYTES} bytes, not {len(piece)}")
+        short_key(&key, <const uint8_t*><const char*>piece, len(piece), len(piece))
+        return bool(shortfilter_may_hold(&self.short_token_filter, key.hash))
+
     @property
     def merges_side_by_side(self):
         """Whether a cold batch's new pre-tokens are merged side by side unless
@@ -631,6 +645,7 @@ cdef class EncodeKernel:
     def __dealloc__(self):
         bytestable_free(&self.tokens)
         shortcache_free(&self.short_tokens)
+        shortfilter_free(&self.short_token_filter)
         pairranks_free(&self.pairs)
         mem_free(self.merged_id)
 
@@ -818,6 +833,15 @@ cdef class EncodeKernel:
         shortcache_mark_spilled(entry, <uint32_t>offset, <uint32_t>count, s.cache_era)
         return 0
 
+    cdef inline ShortEntry* _short_token(self, const ShortKey* key) noexcept nogil:
+        """The short tokens' entry holding ``key``, or NULL when it is no token:
+        the filter answers most that are not without a probe of the table."""
+        cdef ShortEntry* token
+        if not shortfilter_may_hold(&self.short_token_filter, key.hash):
+            return NULL
+        token = shortcache_slot(&self.short_tokens, key)
+        return token if shortcache_holds(token) else NULL
+
     cdef inline int _encode_short(self, Scratch* s, const uint8_t* piece, int64_t n,
                                   const ShortKey* key) noexcept nogil:
         """Append the ids of a pre-token of 1 to SHORT_KEY_BYTES bytes (``key`` its
@@ -856,8 +880,8 @@ cdef class EncodeKernel:
             s.out.size += count
             return 0
         before = s.out.size
-        token = shortcache_slot(&self.short_tokens, key)
-        if shortcache_holds(token):
+        token = self._short_token(key)
+        if token != NULL:
             s.out.data[s.out.size] = token.ids[0]
             s.out.size += 1
         elif self._encode_piece(s, piece, n, PIECE_NEW_SHORT) < 0:
@@ -922,14 +946,15 @@ cdef class EncodeKernel:
     cdef inline bint _is_new(self, Scratch* s, const BatchKey* batch_key, int64_t n) noexcept nogil:
         """Whether a pre-token of ``n`` bytes, not in its home pair, is a short
         one in neither session cache; if so, its slot in the short tokens is
-        prefetched, to be asked next."""
+        prefetched, to be asked next (unless the filter says it is no token)."""
         cdef ShortKey key
         if n < 2 or n > SHORT_KEY_BYTES:
             return False
         batch_key_hashed(&key, batch_key)
         if shortcache_holds(shortcache_slot(&s.short, &key)):
             return False
-        prefetch(shortcache_home(&self.short_tokens, key.hash))
+        if shortfilter_may_hold(&self.short_token_filter, key.hash):
+            prefetch(shortcache_home(&self.short_tokens, key.hash))
         return True
 
     cdef int _merge_fresh(self, Scratch* s, const uint8_t* data, const Py_ssize_t* ends,
@@ -1072,8 +1097,8 @@ cdef class EncodeKernel:
             entry = shortcache_slot(&s.short, &key)
             if shortcache_holds(entry):
                 continue
-            token = shortcache_slot(&self.short_tokens, &key)
-            if shortcache_holds(token):
+            token = self._short_token(&key)
+            if token != NULL:
                 shortcache_insert(&s.short, entry, &key, token.ids, 1)
                 continue
             self._start_merging(w, data + ends[k - 1], ends[k] - ends[k - 1])

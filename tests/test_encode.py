@@ -902,3 +902,26 @@ def test_short_cache_hits_fill_an_output_of_exactly_the_bound(miss_path):
             ids = tok.encoder.encode_utf8(data, [], room[:len(data)])
             assert ids.tolist() == expected
             assert room[len(data):].tolist() == [7, 7, 7], "wrote past the output"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_short_token_filter_passes_every_token_and_few_others(name):
+    # A new short pre-token asks the short tokens whether it is a token only
+    # where their filter says it may be: a token it turned away would be merged
+    # from its bytes instead. So every short token must pass; and of random
+    # pieces that are no token, most must not (at 16 bits a token, about one
+    # in sixteen passes).
+    tok = bpe.load(name)
+    kernel = tok.encoder._kernel
+    specials = {s.encode() for s in tok.special_tokens}
+    tokens = {t for t in tok.vocab.values() if 2 <= len(t) <= 15 and t not in specials}
+    assert len(tokens) > 40_000
+    assert all(kernel.may_be_short_token(t) for t in tokens)
+    rng = np.random.default_rng(31)
+    others = {bytes(rng.integers(0, 256, size=int(rng.integers(2, 16)), dtype=np.uint8)) for _ in range(20_000)}
+    others -= tokens
+    passed = sum(kernel.may_be_short_token(t) for t in others)
+    assert passed < len(others) / 8
+    for bad in (b"a", b"x" * 16):
+        with pytest.raises(ValueError, match="a short piece is of 2 to 15 bytes"):
+            kernel.may_be_short_token(bad)
