@@ -53,6 +53,15 @@ cdef inline int64_t next_capacity(int64_t capacity, int64_t smallest, int64_t ne
     return capacity
 
 
+cdef inline int slot_shift(int64_t n_slots) noexcept nogil:
+    """64 - log2(n_slots) (a power of two): the shift that leaves a 64-bit
+    hash's high bits, which pick a slot of the tables that mix by multiplying."""
+    cdef int shift = 64
+    while (<int64_t>1 << (64 - shift)) < n_slots:
+        shift -= 1
+    return shift
+
+
 cdef inline int resize_array(void** buffer, int64_t n_items, size_t item_size) noexcept nogil:
     """Make ``*buffer`` hold ``n_items`` items, keeping its contents. -1 when out of
     memory (or the size overflows), and then ``*buffer`` is unchanged."""

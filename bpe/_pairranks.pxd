@@ -18,7 +18,7 @@
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from libc.string cimport memset
 
-from bpe._memory cimport mem_alloc, mem_alloc_huge, mem_free, prefetch
+from bpe._memory cimport mem_alloc, mem_alloc_huge, mem_free, prefetch, slot_shift
 from bpe._pairmap cimport PairMap, pairmap_free, pairmap_get, pairmap_init, pairmap_prefetch, pairmap_set
 from bpe._types cimport pack_pair, token_t
 
@@ -77,9 +77,7 @@ cdef inline int pairranks_init(PairRanks* t, int64_t expected, int64_t id_limit,
         return -1
     memset(t.slots, 0xFF, n * sizeof(uint64_t))                   # EMPTY_SLOT everywhere
     t.mask = n - 1
-    t.shift = 64
-    while (<int64_t>1 << (64 - t.shift)) < n:
-        t.shift -= 1
+    t.shift = slot_shift(n)
     return 0
 
 

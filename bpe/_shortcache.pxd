@@ -55,7 +55,7 @@
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memset
 
-from bpe._memory cimport mem_alloc_huge, mem_free, prefetch
+from bpe._memory cimport mem_alloc_huge, mem_free, prefetch, slot_shift
 
 
 cdef extern from *:
@@ -197,9 +197,7 @@ cdef inline int shortcache_init(ShortCache* c, int64_t n_slots, int64_t max_slot
         memset(c.block, 0, (<size_t>n_slots + 2) * sizeof(ShortEntry))
     c.slots = <ShortEntry*>((<size_t>c.block + 63) & ~(<size_t>63))
     c.mask = n_slots - 1
-    c.shift = 64
-    while (<int64_t>1 << (64 - c.shift)) < n_slots:
-        c.shift -= 1
+    c.shift = slot_shift(n_slots)
     c.n_entries = 0
     c.max_entries = shortcache_budget(n_slots)
     c.max_slots = max_slots

@@ -13,7 +13,7 @@
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memset
 
-from bpe._memory cimport mem_alloc, mem_free
+from bpe._memory cimport mem_alloc, mem_free, slot_shift
 
 
 cdef enum:
@@ -41,9 +41,7 @@ cdef inline int shortfilter_init(ShortFilter* f, int64_t n_keys) noexcept nogil:
     if f.words == NULL:
         return -1
     memset(f.words, 0, n_bits // 8)
-    f.shift = 64
-    while (<int64_t>1 << (64 - f.shift)) < n_bits:
-        f.shift -= 1
+    f.shift = slot_shift(n_bits)
     return 0
 
 
