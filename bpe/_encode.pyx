@@ -30,7 +30,7 @@ from bpe._bytestable cimport (FNV_OFFSET, FNV_PRIME, BytesTable, bytestable_add,
                               bytestable_slot, hash_bytes, slot_entry)
 from bpe._checks cimport check_ids, check_offsets
 from bpe._lists cimport PrebuiltInts, ids_list, lists_of_ids
-from bpe._memory cimport empty_written_once, grow, mem_alloc, mem_free, prefetch, reserve_fresh
+from bpe._memory cimport empty_written_once, grow, mem_alloc, mem_free, next_capacity, prefetch, reserve_fresh
 from bpe._pairranks cimport (PairRanks, byte_pair_rank, pair_rank, pairranks_add, pairranks_bytes,
                              pairranks_fill_bytes, pairranks_free, pairranks_init, pairranks_prefetch)
 from bpe._scanner cimport FILL_SLACK, Scanner, check_pattern, scanner_fill, scanner_init
@@ -496,9 +496,7 @@ cdef class EncodeKernel:
             length = token_offsets[t + 1] - token_offsets[t]
             if 2 <= length <= SHORT_KEY_BYTES:
                 n_short += 1
-        short_slots = 1024
-        while short_slots < 2 * n_short:
-            short_slots *= 2
+        short_slots = next_capacity(0, 1024, 2 * n_short)
         if (shortcache_init(&self.short_tokens, short_slots, short_slots) < 0
                 or shortfilter_init(&self.short_token_filter, n_short) < 0):
             raise MemoryError()

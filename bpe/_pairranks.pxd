@@ -20,7 +20,7 @@ from libc.string cimport memset
 
 from bpe._memory cimport mem_alloc, mem_alloc_huge, mem_free, prefetch, slot_shift
 from bpe._pairmap cimport PairMap, pairmap_free, pairmap_get, pairmap_init, pairmap_prefetch, pairmap_set
-from bpe._types cimport pack_pair, token_t
+from bpe._types cimport pack_pair, pair_t, token_t
 
 
 cdef enum:
@@ -109,7 +109,7 @@ cdef inline int32_t pair_rank(const PairRanks* t, token_t left, token_t right) n
 cdef inline int64_t pairranks_bytes(const PairRanks* t) noexcept nogil:
     """The bytes of the slots a lookup probes (the byte grid aside)."""
     if t.wide:
-        return (t.pairs.mask + 1) * <int64_t>(sizeof(uint64_t) + sizeof(int32_t))
+        return (t.pairs.mask + 1) * <int64_t>(sizeof(pair_t) + sizeof(int32_t))
     return (t.mask + 1) * <int64_t>sizeof(uint64_t)
 
 

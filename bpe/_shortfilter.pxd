@@ -13,7 +13,7 @@
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memset
 
-from bpe._memory cimport mem_alloc, mem_free, slot_shift
+from bpe._memory cimport mem_alloc, mem_free, next_capacity, slot_shift
 
 
 cdef enum:
@@ -34,9 +34,7 @@ cdef inline uint64_t _filter_bit(const ShortFilter* f, uint64_t hash) noexcept n
 
 cdef inline int shortfilter_init(ShortFilter* f, int64_t n_keys) noexcept nogil:
     """An empty filter for about ``n_keys`` keys. -1 when out of memory."""
-    cdef int64_t n_bits = FILTER_LEAST_BITS
-    while n_bits < FILTER_BITS_PER_KEY * n_keys:
-        n_bits *= 2
+    cdef int64_t n_bits = next_capacity(0, FILTER_LEAST_BITS, FILTER_BITS_PER_KEY * n_keys)
     f.words = <uint64_t*>mem_alloc(n_bits // 8)
     if f.words == NULL:
         return -1

@@ -137,8 +137,9 @@ def ascii_tables() -> tuple[np.ndarray, np.ndarray]:
     stored tables are used only if their ASCII part agrees (``shipped_tables``).
     """
     classes = np.zeros(N_CODE_POINTS, dtype=np.uint8)
-    for characters, bits in ((string.ascii_uppercase, 1 | 8), (string.ascii_lowercase, 1 | 16),
-                             (string.digits, 2), ("\t\n\v\f\r ", 4)):
+    for characters, bits in ((string.ascii_uppercase, PROPERTY_BITS[r"\p{Lu}"]),
+                             (string.ascii_lowercase, PROPERTY_BITS[r"\p{Ll}"]),
+                             (string.digits, PROPERTY_BITS[r"\p{N}"]), ("\t\n\v\f\r ", PROPERTY_BITS[r"\s"])):
         classes[[ord(c) for c in characters]] = bits
     fold = np.zeros(N_CODE_POINTS, dtype=np.uint8)
     for letter in CONTRACTION_LETTERS:
