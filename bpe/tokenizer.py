@@ -20,7 +20,7 @@ from bpe.formats import (FILE_NAME, HF_FILE_NAME, RankTable, TokenizerData, flat
                          with_headers, write_gpt2_files, write_huggingface, write_own, write_tiktoken)
 from bpe.patterns import (canonical_pattern, compile_pattern, find_safe_cut, native_pattern_id,
                           regex_pretokens)
-from bpe.pretrained import ALIASES, PRETRAINED, pretrained_table
+from bpe.pretrained import ALIASES, FINGERPRINTS, PRETRAINED, pretrained_table
 from bpe.specials import check_special_tokens, refuse_disallowed, special_policy, special_spans
 from bpe.workers import map_on_threads
 
@@ -851,7 +851,9 @@ def _load_pretrained(name: str) -> Tokenizer:
     # The shipped files are the authentic ones, and the tests check that their
     # merges recover (tests/test_pretrained.py): a fresh process need not.
     table, special_tokens, pattern = pretrained_table(name)
-    return Tokenizer._from_rank_table(table, special_tokens, pattern, name, check_merges=False)
+    tokenizer = Tokenizer._from_rank_table(table, special_tokens, pattern, name, check_merges=False)
+    tokenizer._fingerprint = FINGERPRINTS[name]
+    return tokenizer
 
 
 def load(name_or_path) -> Tokenizer:

@@ -6,7 +6,7 @@ import os
 import pytest
 
 import bpe
-from bpe.pretrained import pretrained_table
+from bpe.pretrained import FINGERPRINTS, pretrained_table
 from bpe.tokenizer import _load_pretrained
 
 from conftest import random_corpus
@@ -19,8 +19,9 @@ TEXT = random_corpus(11, special="<|endoftext|>") + " naïve café 日本語 �
 def test_a_shipped_vocabulary_equals_the_checked_path(name):
     loaded = _load_pretrained.__wrapped__(name)          # a fresh one, not the cached
     ids = loaded.encode(TEXT)
-    fingerprint = loaded.fingerprint()                   # from the table's arrays
+    fingerprint = loaded._make_fingerprint()             # from the table's arrays
     assert loaded._vocab is None and loaded._merges is None, "encoding or fingerprint unpacked the dicts"
+    assert loaded.fingerprint() == fingerprint == FINGERPRINTS[name]     # the one shipped for it
     table, special_tokens, pattern = pretrained_table(name)
     vocab = dict(zip(table.ranks.tolist(), table.tokens()))
     for token, token_id in special_tokens.items():
@@ -78,6 +79,15 @@ def test_a_special_token_on_an_ordinary_id_fingerprints_as_the_dicts_say():
     assert fingerprint == digest.hexdigest()
 
 
+def test_a_vocabulary_loaded_by_name_has_its_shipped_fingerprint_without_making_it(monkeypatch):
+    from bpe.tokenizer import Tokenizer
+
+    monkeypatch.setattr(Tokenizer, "_make_fingerprint", lambda self: pytest.fail("the fingerprint was made"))
+    for name in FINGERPRINTS:
+        assert _load_pretrained.__wrapped__(name).fingerprint() == FINGERPRINTS[name]
+    assert bpe.load("r50k_base").fingerprint() == FINGERPRINTS["gpt2"]
+
+
 def test_the_fingerprint_is_made_once_and_travels_with_a_pickle(monkeypatch):
     import pickle
 
@@ -86,7 +96,8 @@ def test_the_fingerprint_is_made_once_and_travels_with_a_pickle(monkeypatch):
     made = []
     real = Tokenizer._make_fingerprint
     monkeypatch.setattr(Tokenizer, "_make_fingerprint", lambda self: made.append(self) or real(self))
-    tok = _load_pretrained.__wrapped__("gpt2")
+    table, special_tokens, pattern = pretrained_table("gpt2")    # not loaded by name: none shipped
+    tok = Tokenizer._from_rank_table(table, special_tokens, pattern, "gpt2", check_merges=False)
     fingerprint = tok.fingerprint()
     assert tok.fingerprint() == fingerprint and made == [tok]
     copy = pickle.loads(pickle.dumps(tok))
