@@ -1,7 +1,7 @@
-"""How many merges a pre-token cache shared by encode_file's workers could save:
-an upper bound, counted, not timed.
+"""How much a pre-token cache shared by encode_file's workers could save: an
+upper bound, counted, and timed on one thread.
 
-    python benchmarks/shared_cache_bound.py --corpus ~/.cache/bpe-corpora/prose_en.txt
+    python benchmarks/shared_cache_bound.py --corpus ~/.cache/bpe-corpora/prose_en.txt [--rounds 8]
 
 Each worker of ``encode_file`` has its own session, whose cache merges every
 pre-token it has not met (one that is not a whole token) once. The corpus is
@@ -11,13 +11,24 @@ workers that after every E chunks each import what the other merged meanwhile
 (imports are cache inserts the receiving worker may never use). One cache both
 workers share would merge as one worker does. Caches here are unbounded; bpe's
 start afresh at their budget, which only code-sized corpora reach.
+
+With ``--rounds``, the same chunks are also encoded on one thread, kernel
+calls only, through one session and through two sessions taking them in
+turn, each in fresh sessions, alternating which goes first: the time two
+sessions' caches cost over one, merges and all, with no second core to
+share the machine with. One shared cache could save at most that.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
+import time
+
+import numpy as np
 
 import bpe
+from bpe._encode import Session
 from bpe.encode_file import CHUNK_BYTES
 
 SEPARATOR = "<|endoftext|>"
@@ -59,11 +70,42 @@ def two_workers(pieces: list[set], every: int) -> tuple[int, int]:
     return merges, imports
 
 
+def time_sessions(path: str, tokenizer, rounds: int) -> dict:
+    """Seconds to encode every chunk through 1 session and through 2 taking them in
+    turn, on this thread, kernel calls only: ``{1: [...], 2: [...]}`` per round."""
+    encoder = tokenizer.encoder
+    chunks = bpe.plan_chunks([path], CHUNK_BYTES, [SEPARATOR], tokenizer.pattern, snap_token=SEPARATOR)
+    texts = []
+    with open(path, "rb") as f:
+        for chunk in chunks:
+            f.seek(chunk.start)
+            texts.append(np.frombuffer(f.read(chunk.end - chunk.start), np.uint8))
+    needles = encoder._needles(list(tokenizer.special_tokens))
+    pattern = encoder._pattern_id()
+    out = np.empty(max(len(text) for text in texts), np.uint32)
+
+    def encode_all(n_sessions: int) -> float:
+        sessions = [Session() for _ in range(n_sessions)]
+        start = time.perf_counter()
+        for k, text in enumerate(texts):
+            encoder._kernel.encode_texts(sessions[k % n_sessions], text, np.array([0, len(text)], np.int64),
+                                         pattern, *needles, out)
+        return time.perf_counter() - start
+
+    seconds: dict = {1: [], 2: []}
+    for r in range(rounds):
+        for n_sessions in ((1, 2) if r % 2 == 0 else (2, 1)):
+            seconds[n_sessions].append(encode_all(n_sessions))
+    return seconds
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", required=True)
     parser.add_argument("--tokenizer", default="gpt2")
     parser.add_argument("--every", default="1,2,4,8", help="exchange intervals, in chunks per worker")
+    parser.add_argument("--rounds", type=int, default=0,
+                        help="also time one session against two on one thread, this many rounds each")
     parser.add_argument("--json", help="append the counts to this JSON-lines file")
     args = parser.parse_args()
     tokenizer = bpe.load(args.tokenizer)
@@ -81,10 +123,18 @@ def main() -> None:
         merges, imports = two_workers(pieces, every)
         exchanges[every] = {"merges": merges, "imports": imports}
         print(f"exchanging every {every} chunk(s): merges {merges} ({merges / one:.2f}x), imports {imports}")
+    timed = time_sessions(args.corpus, tokenizer, args.rounds) if args.rounds else {}
+    if timed:
+        best = {n: min(timed[n]) for n in (1, 2)}
+        median = {n: statistics.median(timed[n]) for n in (1, 2)}
+        print(f"one thread, {args.rounds} rounds: one session {best[1]:.3f} / {median[1]:.3f} s (best / median), "
+              f"two in turn {best[2]:.3f} / {median[2]:.3f} s: {best[2] / best[1]:.3f}x / "
+              f"{median[2] / median[1]:.3f}x")
     if args.json:
         with open(args.json, "a") as f:
             f.write(json.dumps({"corpus": args.corpus, "tokenizer": args.tokenizer, "chunks": len(pieces),
-                                "one_worker": one, "two_workers": own, "exchanges": exchanges}) + "\n")
+                                "one_worker": one, "two_workers": own, "exchanges": exchanges,
+                                "seconds_by_sessions": timed}) + "\n")
 
 
 if __name__ == "__main__":
