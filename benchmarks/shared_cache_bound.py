@@ -34,19 +34,26 @@ from bpe.encode_file import CHUNK_BYTES
 SEPARATOR = "<|endoftext|>"
 
 
-def chunk_pieces(path: str, tokenizer) -> list[set]:
-    """For each chunk of encode_file's cut, the distinct pre-tokens a cache merges."""
-    whole_tokens = set(tokenizer.vocab.values())
+def chunk_bytes(path: str, tokenizer) -> list[bytes]:
+    """The bytes of each chunk of encode_file's cut of ``path``."""
     chunks = bpe.plan_chunks([path], CHUNK_BYTES, [SEPARATOR], tokenizer.pattern, snap_token=SEPARATOR)
-    pieces = []
+    texts = []
     with open(path, "rb") as f:
         for chunk in chunks:
             f.seek(chunk.start)
-            text = f.read(chunk.end - chunk.start).decode("utf-8")
-            distinct = set()
-            for document in text.split(SEPARATOR):
-                distinct.update(piece.encode("utf-8") for piece in bpe.pretokenize(document, tokenizer.pattern))
-            pieces.append({piece for piece in distinct if len(piece) > 1} - whole_tokens)
+            texts.append(f.read(chunk.n_bytes))
+    return texts
+
+
+def chunk_pieces(chunks: list[bytes], tokenizer) -> list[set]:
+    """For each chunk, the distinct pre-tokens a cache merges."""
+    whole_tokens = set(tokenizer.vocab.values())
+    pieces = []
+    for chunk in chunks:
+        distinct = set()
+        for document in chunk.decode("utf-8").split(SEPARATOR):
+            distinct.update(piece.encode("utf-8") for piece in bpe.pretokenize(document, tokenizer.pattern))
+        pieces.append({piece for piece in distinct if len(piece) > 1} - whole_tokens)
     return pieces
 
 
@@ -70,16 +77,11 @@ def two_workers(pieces: list[set], every: int) -> tuple[int, int]:
     return merges, imports
 
 
-def time_sessions(path: str, tokenizer, rounds: int) -> dict:
+def time_sessions(chunks: list[bytes], tokenizer, rounds: int) -> dict:
     """Seconds to encode every chunk through 1 session and through 2 taking them in
     turn, on this thread, kernel calls only: ``{1: [...], 2: [...]}`` per round."""
     encoder = tokenizer.encoder
-    chunks = bpe.plan_chunks([path], CHUNK_BYTES, [SEPARATOR], tokenizer.pattern, snap_token=SEPARATOR)
-    texts = []
-    with open(path, "rb") as f:
-        for chunk in chunks:
-            f.seek(chunk.start)
-            texts.append(np.frombuffer(f.read(chunk.end - chunk.start), np.uint8))
+    texts = [np.frombuffer(chunk, np.uint8) for chunk in chunks]
     needles = encoder._needles(list(tokenizer.special_tokens))
     pattern = encoder._pattern_id()
     out = np.empty(max(len(text) for text in texts), np.uint32)
@@ -109,7 +111,8 @@ def main() -> None:
     parser.add_argument("--json", help="append the counts to this JSON-lines file")
     args = parser.parse_args()
     tokenizer = bpe.load(args.tokenizer)
-    pieces = chunk_pieces(args.corpus, tokenizer)
+    chunks = chunk_bytes(args.corpus, tokenizer)
+    pieces = chunk_pieces(chunks, tokenizer)
     seen: set = set()
     one = 0
     for chunk in pieces:
@@ -123,7 +126,7 @@ def main() -> None:
         merges, imports = two_workers(pieces, every)
         exchanges[every] = {"merges": merges, "imports": imports}
         print(f"exchanging every {every} chunk(s): merges {merges} ({merges / one:.2f}x), imports {imports}")
-    timed = time_sessions(args.corpus, tokenizer, args.rounds) if args.rounds else {}
+    timed = time_sessions(chunks, tokenizer, args.rounds) if args.rounds else {}
     if timed:
         best = {n: min(timed[n]) for n in (1, 2)}
         median = {n: statistics.median(timed[n]) for n in (1, 2)}
