@@ -26,8 +26,8 @@ from libc.string cimport memcpy, memmove
 import numpy as np
 
 from bpe._bytestable cimport (FNV_OFFSET, FNV_PRIME, BytesTable, bytestable_add, bytestable_add_hashed,
-                              bytestable_clear, bytestable_find, bytestable_free, bytestable_init_sized,
-                              bytestable_slot, hash_bytes, slot_entry)
+                              bytestable_clear, bytestable_find, bytestable_free, bytestable_hash,
+                              bytestable_init_sized, bytestable_slot, hash_bytes, slot_entry)
 from bpe._checks cimport check_ids, check_offsets
 from bpe._lists cimport PrebuiltInts, ids_list, lists_of_ids
 from bpe._memory cimport empty_written_once, grow, mem_alloc, mem_free, next_capacity, prefetch, reserve_fresh
@@ -269,8 +269,12 @@ cdef int scratch_init(Scratch* s) noexcept nogil:
         return -1
     # The general cache holds only what the short one cannot (longer pre-tokens,
     # more ids), yet is sized for a busy call from the start: growing from small
-    # rehashes every key several times over in each cold call.
-    return bytestable_init_sized(&s.cache, 1 << 13, 1 << 16)
+    # rehashes every key several times over in each cold call. Its keys are
+    # hashed a word at a time: only this session looks them up.
+    if bytestable_init_sized(&s.cache, 1 << 13, 1 << 16) < 0:
+        return -1
+    s.cache.by_words = True
+    return 0
 
 
 cdef void scratch_free(Scratch* s) noexcept nogil:
@@ -735,12 +739,18 @@ cdef class EncodeKernel:
 
     cdef int _encode_piece(self, Scratch* s, const uint8_t* piece, int64_t n,
                            int source) noexcept nogil:
-        """Append the ids of one pre-token to ``s.out``: a token's id, the general
-        cache's ids, or merged ones, which it then caches (a PIECE_NEW_SHORT's
+        """Append the ids of one pre-token to ``s.out``: the general cache's ids,
+        a token's id, or merged ones, which it then caches (a PIECE_NEW_SHORT's
         are its caller's to cache). ``source`` says what the caller knows (see
-        PIECE_ANY and the others). -1 when out of memory."""
+        PIECE_ANY and the others). -1 when out of memory.
+
+        The cache is asked first, and keeps a token's id too: a pre-token met
+        again (most long ones are) costs one hash of its words and one probe,
+        where the token table wants a hash byte by byte (FNV-1a, for its long
+        tokens' prefixes: see ``_register_splits``) and a probe of its own."""
         cdef int64_t entry, value, offset, count, before
         cdef uint64_t h = 0
+        cdef bint cached = n <= CACHE_MAX_PIECE_BYTES and source != PIECE_NEW_SHORT
         if n == 0:
             return 0
         if ids_reserve(&s.out, 1) < 0:
@@ -749,16 +759,8 @@ cdef class EncodeKernel:
             s.out.data[s.out.size] = <out_id_t>self.byte_ids[piece[0]]
             s.out.size += 1
             return 0
-        if source != PIECE_NEW_SHORT:
-            # One hash for both tables: the token table, then this session's cache.
-            h = hash_bytes(piece, n)
-        if source == PIECE_ANY:
-            entry = slot_entry(self.tokens.slots[bytestable_slot(&self.tokens, piece, n, h)])
-            if entry >= 0:
-                s.out.data[s.out.size] = <out_id_t>self.tokens.values[entry]
-                s.out.size += 1
-                return 0
-        if n <= CACHE_MAX_PIECE_BYTES and source != PIECE_NEW_SHORT:
+        if cached:
+            h = bytestable_hash(&s.cache, piece, n)
             entry = slot_entry(s.cache.slots[bytestable_slot(&s.cache, piece, n, h)])
             if entry >= 0:
                 value = s.cache.values[entry]
@@ -770,17 +772,22 @@ cdef class EncodeKernel:
                 s.out.size += count
                 return 0
         before = s.out.size
-        if self._merge(s, piece, n, self.n_ranks, &s.out) < 0:
+        entry = -1
+        if source == PIECE_ANY:
+            entry = slot_entry(self.tokens.slots[bytestable_slot(&self.tokens, piece, n, hash_bytes(piece, n))])
+        if entry >= 0:
+            s.out.data[s.out.size] = <out_id_t>self.tokens.values[entry]
+            s.out.size += 1
+        elif self._merge(s, piece, n, self.n_ranks, &s.out) < 0:
             return -1
-        if n <= CACHE_MAX_PIECE_BYTES and source != PIECE_NEW_SHORT:
-            # (A new short one is the caller's to remember: ``_remember_short``.)
-            if self._cache_general(s, piece, n, h, s.out.data + before, s.out.size - before) < 0:
-                return -1
+        # (A new short one is the caller's to remember: ``_remember_short``.)
+        if cached and self._cache_general(s, piece, n, h, s.out.data + before, s.out.size - before) < 0:
+            return -1
         return 0
 
     cdef int64_t _cache_general(self, Scratch* s, const uint8_t* piece, int64_t n, uint64_t h,
                                 const out_id_t* ids, int64_t count) noexcept nogil:
-        """Keep ``ids[:count]`` as the ids of ``piece`` (``h`` its FNV-1a hash) in the
+        """Keep ``ids[:count]`` as the ids of ``piece`` (``h`` its hash in the cache) in the
         session's general cache, started afresh at its budget (a new era). Returns
         where in ``s.cached`` the ids went, or -1 when out of memory. (At most
         CACHE_MAX_ENTRIES pieces of CACHE_MAX_PIECE_BYTES: 2^26 ids, so a place
@@ -823,7 +830,7 @@ cdef class EncodeKernel:
         empty slot for it; without, its marker of an earlier era. -1 when out of
         memory, with no marker made (an entry of the key without one would be
         taken for a pre-token of no ids)."""
-        cdef int64_t offset = self._cache_general(s, piece, n, hash_bytes(piece, n), ids, count)
+        cdef int64_t offset = self._cache_general(s, piece, n, bytestable_hash(&s.cache, piece, n), ids, count)
         if offset < 0:
             return -1
         if key != NULL:

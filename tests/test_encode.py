@@ -615,6 +615,35 @@ def test_a_batch_of_new_pre_tokens_fills_several_groups(pair, miss_path):
     assert tok.encode_ordinary(text) == reference.encode_ordinary(text)
 
 
+def test_long_pre_tokens_met_again_give_what_they_gave_when_new(miss_path):
+    # A pre-token longer than a short key (16 to 256 bytes) is looked up in the
+    # session's general cache before the token table, and the cache keeps a
+    # token's id as well as merged ids, hashed a word at a time. Met again, in
+    # the same call or the next, each must give its ids from when it was new.
+    # Here long tokens are ones no merge makes, so a merge cached in their
+    # place would show; the others differ from them in their first or last
+    # word only, at lengths on every side of a word's edge, and some are too
+    # long to cache (over 256 bytes).
+    vocab = {i: bytes([i]) for i in range(256)}
+    vocab[256], vocab[257] = b"ab", b"abab"
+    merges = [(b"a", b"b"), (b"ab", b"ab")]
+    rng = np.random.default_rng(5)
+    pieces = []
+    for length in [16, 17, 23, 24, 25, 31, 32, 33, 40, 64, 100, 255, 256, 257, 300]:
+        body = b" " + bytes(rng.choice(list(b"ab"), size=length - 1).tolist())
+        vocab[len(vocab)] = body
+        pieces += [body, body[:-1] + (b"c" if body[-1:] != b"c" else b"a"), b" c" + body[2:]]
+    tok = bpe.Tokenizer(vocab, merges, pattern="gpt2")
+    text = "".join(p.decode() for p in pieces + pieces[::-1])
+    expected = pure.encode(text, vocab, merges, {}, "gpt2")
+    assert expected.count(len(vocab) - 1) == 2          # the longest token, twice
+    tok.clear_cache()
+    assert tok.encode(text) == expected                  # new, then met again in the call
+    assert tok.encode(text) == expected                  # every one met again
+    assert [tok.encode(p.decode()) for p in pieces] == [pure.encode(p.decode(), vocab, merges, {}, "gpt2")
+                                                        for p in pieces]
+
+
 def test_a_cold_batch_puts_its_misses_ids_in_among_its_hits(pair):
     # Every batch cold: a batch's hits are copied as the pass meets them, and
     # its misses' ids go in among them afterwards (``_encode_cold``). Misses
