@@ -78,17 +78,22 @@ def two_workers(pieces: list[set], every: int) -> tuple[int, int]:
     return merges, imports
 
 
+def one_cache(pieces: list[set]) -> int:
+    """Merges of one worker taking every chunk of ``pieces`` in turn."""
+    seen: set = set()
+    merges = 0
+    for chunk in pieces:
+        merges += len(chunk - seen)
+        seen |= chunk
+    return merges
+
+
 def contiguous_halves(pieces: list[set]) -> int:
     """Merges of two workers with their own caches, one taking the first half
     of the chunks and the other the rest (a corpus's neighbouring documents
     share more pre-tokens than distant ones)."""
-    merges = 0
-    for half in (pieces[:len(pieces) // 2], pieces[len(pieces) // 2:]):
-        seen: set = set()
-        for chunk in half:
-            merges += len(chunk - seen)
-            seen |= chunk
-    return merges
+    middle = len(pieces) // 2
+    return one_cache(pieces[:middle]) + one_cache(pieces[middle:])
 
 
 def time_sessions(chunks: list[bytes], tokenizer, rounds: int) -> dict:
@@ -127,11 +132,7 @@ def main() -> None:
     tokenizer = bpe.load(args.tokenizer)
     chunks = chunk_bytes(args.corpus, tokenizer)
     pieces = chunk_pieces(chunks, tokenizer)
-    seen: set = set()
-    one = 0
-    for chunk in pieces:
-        one += len(chunk - seen)
-        seen |= chunk
+    one = one_cache(pieces)
     own, _ = two_workers(pieces, 0)
     print(f"{len(pieces)} chunks; merges: one worker {one}, two workers with their own caches {own} "
           f"({own / one:.2f}x; a shared cache would save {own - one})")
