@@ -20,13 +20,13 @@ takes O(n log n), never O(n^2). Scratch state lives in a ``Session`` that
 serves one call at a time, so one EncodeKernel is safely shared by threads
 that encode at the same time.
 """
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t, uintptr_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memmove
 
 import numpy as np
 
 from bpe._bytestable cimport (FNV_OFFSET, FNV_PRIME, BytesTable, bytestable_add, bytestable_add_hashed,
-                              bytestable_clear, bytestable_find, bytestable_free, bytestable_hash,
+                              bytestable_clear, bytestable_free, bytestable_hash,
                               bytestable_init_sized, bytestable_slot, hash_bytes, slot_entry)
 from bpe._checks cimport check_ids, check_offsets
 from bpe._lists cimport PrebuiltInts, ids_list, lists_of_ids
