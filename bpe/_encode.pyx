@@ -30,16 +30,18 @@ from bpe._bytestable cimport (FNV_OFFSET, FNV_PRIME, BytesTable, bytestable_add,
                               bytestable_init_sized, bytestable_slot, hash_bytes, slot_entry)
 from bpe._checks cimport check_ids, check_offsets
 from bpe._lists cimport PrebuiltInts, ids_list, lists_of_ids
-from bpe._memory cimport empty_written_once, grow, mem_alloc, mem_free, next_capacity, prefetch, reserve_fresh
+from bpe._memory cimport (empty_written_once, grow, mem_alloc, mem_calloc_huge, mem_free, next_capacity, prefetch,
+                          reserve_fresh, slot_shift)
 from bpe._pairranks cimport (PairRanks, byte_pair_rank, pair_rank, pairranks_add, pairranks_bytes,
                              pairranks_fill_bytes, pairranks_free, pairranks_init, pairranks_prefetch)
 from bpe._scanner cimport FILL_SLACK, Scanner, check_pattern, scanner_fill, scanner_init
-from bpe._shortcache cimport (INLINE_IDS, SHORT_KEY_BYTES, BatchKey, ShortCache, ShortEntry, ShortKey,
-                              batch_key_hashed, copy_ids, count_ids, pair_holding, short_key,
-                              short_keys, shortcache_free, shortcache_holds, shortcache_home, shortcache_init,
-                              shortcache_insert, shortcache_insert_run, shortcache_make_room, shortcache_mark_spilled,
-                              shortcache_run, shortcache_slot, shortcache_spilled, shortcache_spilled_era, run_start,
-                              write_run)
+from bpe._shortcache cimport (CAN_SHARE, INLINE_IDS, SHARED_COUNT_EVERY, SHORT_KEY_BYTES, BatchKey, SharedCount,
+                              ShortCache, ShortEntry, ShortKey, add_count, batch_key_hashed, copy_ids, count_ids,
+                              pair_holding, read_count, run_start, short_key, short_keys, shortcache_budget,
+                              shortcache_clear, shortcache_free, shortcache_holds, shortcache_home, shortcache_init,
+                              shortcache_insert, shortcache_insert_run, shortcache_insert_spilled,
+                              shortcache_make_room, shortcache_mark_spilled, shortcache_run, shortcache_slot,
+                              shortcache_spilled, shortcache_spilled_era, write_run)
 from bpe._shortfilter cimport ShortFilter, shortfilter_add, shortfilter_free, shortfilter_init, shortfilter_may_hold
 from bpe._specials cimport Needles, needles_free, needles_point_at, needles_restart, next_special
 from bpe._types cimport offset_t, out_id_t, pack_pair, pair_left, pair_right, pair_t, token_t
@@ -148,6 +150,7 @@ cdef struct Scratch:
     Ids out              # the ids of the call
     Bytes text           # the call's non-ASCII str texts, as UTF-8
     ShortCache short     # pre-tokens of up to SHORT_KEY_BYTES bytes -> their ids (see bpe/_shortcache.pxd)
+    ShortCache own_short # its own table while ``short`` is a shared one (``Session.share``); slots NULL otherwise
     Ids cached           # ids of the other cached pre-tokens, sliced by the cache's values
     Ids held             # a cold batch's misses' ids, until they go in among its hits' (``_encode_cold``)
     BytesTable cache     # their bytes -> (offset in cached) << 16 | count
@@ -169,6 +172,8 @@ cdef struct Scratch:
 # small (``short_cache_sizes``) to see a cache grow and start afresh soon.
 cdef int64_t _short_cache_slots = SHORT_CACHE_SLOTS
 cdef int64_t _short_cache_max_slots = SHORT_CACHE_MAX_SLOTS
+# Sessions made so far: each one's number names it in its eras (``scratch_init``).
+cdef uint64_t _sessions_made = 0
 # Misses in a batch after which the next merges its new pre-tokens side by side:
 # each kernel's own choice (``EncodeKernel.group_after_misses``), unless a test
 # forces that path always (0) or never (-1).
@@ -264,9 +269,17 @@ cdef int scratch_init(Scratch* s) noexcept nogil:
     s.heap = NULL
     s.token_capacity = s.next_capacity = s.prev_capacity = s.heap_capacity = 0
     s.missed = SCAN_BATCH               # a new session is cold: as if a whole batch had missed
-    s.cache_era = 0
-    if shortcache_init(&s.short, _short_cache_slots, _short_cache_max_slots) < 0:
-        return -1
+    # An era's high half names the session: a marker another session made in
+    # a shared short cache is then never taken for one of this one's.
+    global _sessions_made
+    _sessions_made += 1
+    s.cache_era = <uint64_t>_sessions_made << 32
+    # The short cache is made on first use (``Session.ready``).
+    s.short.slots = s.own_short.slots = NULL
+    s.short.block = s.own_short.block = NULL
+    s.short.shared = s.own_short.shared = NULL
+    s.short.n_entries = s.own_short.n_entries = 0
+    s.short.mask = s.own_short.mask = 0
     # The general cache holds only what the short one cannot (longer pre-tokens,
     # more ids), yet is sized for a busy call from the start: growing from small
     # rehashes every key several times over in each cold call. Its keys are
@@ -278,6 +291,7 @@ cdef int scratch_init(Scratch* s) noexcept nogil:
 
 
 cdef void scratch_free(Scratch* s) noexcept nogil:
+    scratch_unshare(s)
     mem_free(s.out.data)
     mem_free(s.cached.data)
     mem_free(s.held.data)
@@ -301,15 +315,139 @@ cdef int scratch_reserve(Scratch* s, int64_t n) noexcept nogil:
     return 0
 
 
+#: Whether sessions can share a short cache here (``SharedShortCache``): where
+#: the compiler offers atomics (GCC and Clang).
+SHARED_CACHE_AVAILABLE = bool(CAN_SHARE)
+
+
+cdef class SharedShortCache:
+    """A short cache that several sessions fill and look up at once (see
+    "shared" in ``bpe/_shortcache.pxd``): the workers of one ``encode_file``,
+    each encoding its own chunks, so that a pre-token one merged the other
+    finds. Its size is a session's largest; it never grows, and it starts
+    afresh only when no session uses it (``clear``). A session that would
+    fill it goes back to its own cache for the rest of its call.
+
+    Its pages are left to calloc, zero until first touched, and so faulted in
+    by the workers as they probe, not all by the thread that makes it. (Unlike
+    a session's own table, which is zeroed in order when made: there, pages
+    faulted one by one at random cost a cold call 15 %. A shared table is on
+    huge pages, and zeroing it first on one thread measured no faster.)"""
+    cdef ShortCache c        # each session that shares it copies this (``Session.share``)
+    cdef SharedCount count   # its entries and sharers, as the sessions count them
+
+    def __cinit__(self):
+        cdef int64_t n_slots = _short_cache_max_slots
+        self.c.block = mem_calloc_huge((<size_t>n_slots + 2) * sizeof(ShortEntry))
+        if self.c.block == NULL:
+            raise MemoryError()
+        self.c.slots = <ShortEntry*>((<size_t>self.c.block + 63) & ~(<size_t>63))
+        self.c.mask = n_slots - 1
+        self.c.shift = slot_shift(n_slots)
+        self.c.n_entries = 0
+        self.c.max_entries = shortcache_budget(n_slots)
+        self.c.max_slots = n_slots
+        self.c.shared = &self.count
+        self.count.entries = 0
+        self.count.sharers = 0
+
+    def __dealloc__(self):
+        mem_free(self.c.block)
+
+    @property
+    def entries(self):
+        """Its entries, as far as the sessions have added theirs (they add them
+        SHARED_COUNT_EVERY at a time, and all when they stop sharing it)."""
+        return read_count(&self.count.entries)
+
+    @property
+    def slots(self):
+        return self.c.mask + 1
+
+    def crowded(self):
+        """Whether it holds three quarters of its budget: then it starts afresh
+        before sessions share it again (``Encoder.sharing_short_cache``)."""
+        return 4 * read_count(&self.count.entries) >= 3 * self.c.max_entries
+
+    def clear(self):
+        """Start afresh. Only while no session shares it."""
+        shortcache_clear(&self.c)
+        self.count.entries = 0
+
+
+def store_after_a_race(SharedShortCache shared not None, bytes piece, uint32_t piece_id,
+                       bytes taker, uint32_t taker_id):
+    """For tests: store ``piece`` (1 to SHORT_KEY_BYTES bytes) as its one id in
+    ``shared``, as a session does whose probe found an empty slot that another
+    session then took, before it stored, for ``taker`` (the store must go on
+    to an empty slot past it) or for ``piece`` itself (then it must store
+    nothing). Returns whether it stored, the id ``piece`` is found with
+    afterwards, and how many slots past the taken one it is."""
+    cdef ShortKey key, taker_key
+    cdef ShortCache mine = shared.c
+    cdef ShortCache other = shared.c
+    cdef ShortEntry* slot
+    cdef ShortEntry* found
+    cdef ShortEntry* stored
+    if not (1 <= len(piece) <= SHORT_KEY_BYTES and 1 <= len(taker) <= SHORT_KEY_BYTES):
+        raise ValueError(f"pieces must be 1 to {SHORT_KEY_BYTES} bytes")
+    short_key(&key, <const uint8_t*>piece, len(piece), len(piece))
+    short_key(&taker_key, <const uint8_t*>taker, len(taker), len(taker))
+    slot = shortcache_slot(&shared.c, &key)
+    if shortcache_holds(slot, &key):
+        raise ValueError(f"{piece!r} is in the cache already")
+    shortcache_insert(&other, slot, &taker_key, &taker_id, 1)
+    stored = shortcache_insert(&mine, slot, &key, &piece_id, 1)
+    add_count(&shared.count.entries, mine.n_entries + other.n_entries)
+    found = shortcache_slot(&shared.c, &key)
+    return stored != NULL, found.ids[0] if shortcache_holds(found, &key) else None, \
+        <int64_t>((<uint64_t>(found - slot)) & <uint64_t>shared.c.mask)
+
+
+cdef inline bint shared_nearly_full(const ShortCache* c, int64_t inserts) noexcept nogil:
+    """Whether a shared short cache may reach its budget before the sessions that
+    share it have each made ``inserts`` more entries and added to its count
+    those they have not yet."""
+    return (read_count(&c.shared.entries)
+            + (inserts + SHARED_COUNT_EVERY) * read_count(&c.shared.sharers) >= c.max_entries)
+
+
+cdef bint scratch_unshare(Scratch* s) noexcept nogil:
+    """Go back to the session's own short cache (made when next needed, if it
+    has none yet), if it was sharing one: whether it was."""
+    if s.short.shared == NULL:
+        return False
+    add_count(&s.short.shared.entries, s.short.n_entries)
+    add_count(&s.short.shared.sharers, -1)
+    s.short = s.own_short
+    s.own_short.slots = NULL
+    s.own_short.block = NULL
+    return True
+
+
+cdef void scratch_leave_shared(Scratch* s) noexcept nogil:
+    """``scratch_unshare`` in the middle of a call, its own short cache made now.
+    Out of memory, it goes on with the shared one, which takes no entries past
+    its budget: lookups still find what it holds."""
+    if s.own_short.slots == NULL:
+        if shortcache_init(&s.own_short, _short_cache_slots, _short_cache_max_slots) < 0:
+            shortcache_free(&s.own_short)
+            return
+    scratch_unshare(s)
+
+
 cdef class Session:
     """Scratch buffers and pre-token caches (each bounded: then started afresh)
     for one encoding call at a time.
 
     ``bpe.encoder.Encoder`` pools sessions and lends one to each call, so the
     cache stays warm from call to call; a session is never used by two calls
-    at once.
+    at once. While it shares a short cache (``share``), its own is kept for
+    later; it is made on first use, so that a session that only ever shares
+    never makes one.
     """
     cdef Scratch scratch
+    cdef SharedShortCache shared    # the short cache it shares, kept alive meanwhile; else None
 
     def __cinit__(self):
         if scratch_init(&self.scratch) < 0:
@@ -319,14 +457,42 @@ cdef class Session:
     def __dealloc__(self):
         scratch_free(&self.scratch)
 
+    cdef Scratch* ready(self) except NULL:
+        """Its scratch, with a short cache to use (its own made if need be)."""
+        if self.scratch.short.slots == NULL:
+            if shortcache_init(&self.scratch.short, _short_cache_slots, _short_cache_max_slots) < 0:
+                shortcache_free(&self.scratch.short)
+                raise MemoryError()
+        return &self.scratch
+
+    def share(self, SharedShortCache shared not None):
+        """Look up and fill ``shared`` instead of its own short cache until
+        ``unshare`` (or until the kernel finds ``shared`` nearly full)."""
+        self.unshare()
+        self.scratch.own_short = self.scratch.short
+        self.scratch.short = shared.c
+        add_count(&shared.count.sharers, 1)
+        self.shared = shared
+
+    def unshare(self):
+        """Go back to its own short cache."""
+        scratch_unshare(&self.scratch)
+        self.shared = None
+
+    @property
+    def sharing(self):
+        """Whether it uses a shared short cache now."""
+        return self.scratch.short.shared != NULL
+
     @property
     def cached_pieces(self):
         return self.scratch.short.n_entries + self.scratch.cache.n_entries
 
     @property
     def short_cache_slots(self):
-        """The slots of the short cache now (it grows: see ``bpe/_shortcache.pxd``)."""
-        return self.scratch.short.mask + 1
+        """The slots of the short cache now (it grows: see ``bpe/_shortcache.pxd``;
+        0 before its first use)."""
+        return 0 if self.scratch.short.slots == NULL else self.scratch.short.mask + 1
 
 
 cdef void release_output(Scratch* s) noexcept nogil:
@@ -510,7 +676,7 @@ cdef class EncodeKernel:
                 short_key(&key, data + token_offsets[t], length, token_data.shape[0] - token_offsets[t])
                 slot = shortcache_slot(&self.short_tokens, &key)
                 token_id = <uint32_t>token_ids[t]
-                if not shortcache_holds(slot):
+                if not shortcache_holds(slot, &key):
                     shortcache_insert(&self.short_tokens, slot, &key, &token_id, 1)
                     shortfilter_add(&self.short_token_filter, key.hash)
                 else:
@@ -610,7 +776,7 @@ cdef class EncodeKernel:
             return self.byte_ids[s[0]]
         if n <= SHORT_KEY_BYTES:
             slot = shortcache_slot(&self.short_tokens, &keys[n])
-            return slot.ids[0] if shortcache_holds(slot) else -1
+            return slot.ids[0] if shortcache_holds(slot, &keys[n]) else -1
         entry = slot_entry(self.tokens.slots[bytestable_slot(&self.tokens, s, n, hash)])
         return -1 if entry < 0 else self.tokens.values[entry]
 
@@ -834,8 +1000,9 @@ cdef class EncodeKernel:
         if offset < 0:
             return -1
         if key != NULL:
-            entry = shortcache_insert(&s.short, entry, key, NULL, 0)
-        shortcache_mark_spilled(entry, <uint32_t>offset, <uint32_t>count, s.cache_era)
+            shortcache_insert_spilled(&s.short, entry, key, <uint32_t>offset, <uint32_t>count, s.cache_era)
+        else:
+            shortcache_mark_spilled(entry, <uint32_t>offset, <uint32_t>count, s.cache_era)
         return 0
 
     cdef inline ShortEntry* _short_token(self, const ShortKey* key) noexcept nogil:
@@ -845,7 +1012,7 @@ cdef class EncodeKernel:
         if not shortfilter_may_hold(&self.short_token_filter, key.hash):
             return NULL
         token = shortcache_slot(&self.short_tokens, key)
-        return token if shortcache_holds(token) else NULL
+        return token if shortcache_holds(token, key) else NULL
 
     cdef inline int _encode_short(self, Scratch* s, const uint8_t* piece, int64_t n,
                                   const ShortKey* key) noexcept nogil:
@@ -860,7 +1027,7 @@ cdef class EncodeKernel:
         cdef ShortEntry* token
         cdef int64_t before, count
         entry = shortcache_slot(&s.short, key)
-        if shortcache_holds(entry):
+        if shortcache_holds(entry, key):
             if shortcache_run(entry):
                 s.out.size += write_run(s.out.data + s.out.size, entry)
                 return 0
@@ -870,6 +1037,12 @@ cdef class EncodeKernel:
                     memcpy(s.out.data + s.out.size, s.cached.data + entry.ids[0], count * sizeof(out_id_t))
                     s.out.size += count
                     return 0
+                if (shortcache_spilled_era(entry) >> 32) != (s.cache_era >> 32):
+                    # Another session's marker, in a shared table: its place
+                    # is in that session's general cache. This one's own is
+                    # asked (and given the ids if it lacks them); the marker
+                    # stays the other's.
+                    return -1 if self._encode_piece(s, piece, n, PIECE_ANY) < 0 else 0
                 # The general cache started afresh since: merged again, and the
                 # marker points anew.
                 before = s.out.size
@@ -930,6 +1103,9 @@ cdef class EncodeKernel:
             batch = scanner_fill(&scanner, i, ends, COLD_BATCH if cold else SCAN_BATCH)
             # Grown here if the batch's misses could fill it, not as they come:
             # growing moves every entry, and the keys hold their home slots.
+            # A shared table, near its budget, is left here for the session's own.
+            if s.short.shared != NULL and shared_nearly_full(&s.short, batch):
+                scratch_leave_shared(s)
             shortcache_make_room(&s.short, batch)
             short_keys(keys, data, n, i, ends, batch, &s.short)
             if cold and s.out.size + OUT_SLACK * batch <= s.out.capacity:
@@ -956,7 +1132,7 @@ cdef class EncodeKernel:
         if n < 2 or n > SHORT_KEY_BYTES:
             return False
         batch_key_hashed(&key, batch_key)
-        if shortcache_holds(shortcache_slot(&s.short, &key)):
+        if shortcache_holds(shortcache_slot(&s.short, &key), &key):
             return False
         if shortfilter_may_hold(&self.short_token_filter, key.hash):
             prefetch(shortcache_home(&self.short_tokens, key.hash))
@@ -1100,7 +1276,7 @@ cdef class EncodeKernel:
             taken[0] += 1
             batch_key_hashed(&key, &keys[k])
             entry = shortcache_slot(&s.short, &key)
-            if shortcache_holds(entry):
+            if shortcache_holds(entry, &key):
                 continue
             token = self._short_token(&key)
             if token != NULL:
@@ -1129,7 +1305,7 @@ cdef class EncodeKernel:
         cdef ShortEntry* entry
         batch_key_hashed(&key, batch_key)
         entry = shortcache_slot(&s.short, &key)
-        if shortcache_holds(entry):
+        if shortcache_holds(entry, &key):
             return 0
         return self._remember_short(s, entry, &key, piece, n, <const out_id_t*>w.token, w.m)
 
@@ -1289,7 +1465,7 @@ cdef class EncodeKernel:
                                  const out_id_t[::1] needle_ids, out_id_t[::1] out):
         """``(ids, id_offsets)`` of texts given as pointers and byte lengths, which
         the caller keeps alive; one GIL release for them all."""
-        cdef Scratch* scratch = &session.scratch
+        cdef Scratch* scratch = session.ready()
         cdef Ids own_out = scratch.out
         cdef Py_ssize_t t
         cdef int64_t bound = 0
@@ -1397,7 +1573,7 @@ cdef class EncodeKernel:
         cdef const uint8_t** starts = NULL
         cdef int64_t* lengths = NULL
         cdef offset_t* id_offsets = NULL
-        cdef Scratch* scratch = &session.scratch
+        cdef Scratch* scratch = session.ready()
         for t in range(n_texts):
             if not isinstance(held[t], str):
                 raise TypeError(f"text {t} is {type(held[t]).__name__}, not str")
@@ -1443,7 +1619,7 @@ cdef class EncodeKernel:
         more than encoding it. Here the ids go into the session's own buffer,
         kept from call to call, and the list is built from there.
         """
-        cdef Scratch* scratch = &session.scratch
+        cdef Scratch* scratch = session.ready()
         cdef const void* source
         cdef Py_ssize_t n_points
         cdef int kind
@@ -1466,7 +1642,7 @@ cdef class EncodeKernel:
 
     def encode_pieces(self, Session session, pieces):
         """The ids of a list of pre-tokens (bytes), for patterns the native scanners lack."""
-        cdef Scratch* scratch = &session.scratch
+        cdef Scratch* scratch = session.ready()
         cdef bytes piece
         try:
             for piece in pieces:

@@ -17,6 +17,8 @@ cdef void* mem_calloc(size_t count, size_t size) noexcept nogil
 # For tables of megabytes probed at random: on huge pages where the OS gives
 # them, so a probe does not also miss the TLB (freed with mem_free).
 cdef void* mem_alloc_huge(size_t size) noexcept nogil
+# The same, zeroed, its pages faulted in by the threads that first touch them.
+cdef void* mem_calloc_huge(size_t size) noexcept nogil
 cdef void* mem_resize(void* block, size_t size) noexcept nogil
 # An id array handed to a caller, its memory kept for the next when freed (see bpe/_memory.pyx).
 cpdef object empty_written_once(Py_ssize_t n, object dtype)

@@ -63,8 +63,27 @@ cdef extern from *:
     #endif
         return malloc(size);
     }
+    /* A zeroed block, advised as above. calloc maps a large block afresh from
+       the OS (above glibc's mmap threshold, at most 32 MiB), whose pages are
+       zero until first touched, and writes none of it: its pages are faulted
+       in (and zeroed) by whichever thread first touches each, not all by the
+       caller. A smaller block it may take from its heap and zero itself. */
+    static void* bpe_calloc_huge(size_t size) {
+        void* block = calloc(1, size);
+    #if defined(__linux__) && defined(MADV_HUGEPAGE)
+        const size_t huge = (size_t)2 << 20;
+        if (block != NULL && size >= 2 * huge) {
+            size_t first = ((size_t)block + huge - 1) & ~(huge - 1);
+            size_t end = ((size_t)block + size) & ~(huge - 1);
+            if (end > first)
+                (void)madvise((void*)first, end - first, MADV_HUGEPAGE);
+        }
+    #endif
+        return block;
+    }
     """
     void* bpe_alloc_huge(size_t size) nogil
+    void* bpe_calloc_huge(size_t size) nogil
 
 cdef enum:
     # The smallest id array made in a block of its own (``empty_written_once``),
@@ -376,6 +395,12 @@ cdef void* mem_alloc_huge(size_t size) noexcept nogil:
     if injected_failure():
         return NULL
     return bpe_alloc_huge(size)
+
+
+cdef void* mem_calloc_huge(size_t size) noexcept nogil:
+    if injected_failure():
+        return NULL
+    return bpe_calloc_huge(size)
 
 
 cdef void* mem_calloc(size_t count, size_t size) noexcept nogil:

@@ -855,7 +855,7 @@ cdef class Interner:
                     continue
                 short_key(&key, s + i, length, stop - i)
                 slot = shortcache_slot(front, &key)
-                if shortcache_holds(slot):
+                if shortcache_holds(slot, &key):
                     if self.table.values[slot.ids[0]] == INT64_MAX:
                         status = OVERFLOW
                         break

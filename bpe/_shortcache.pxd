@@ -52,6 +52,27 @@
 # more distinct pre-tokens than a first table holds: prose_en's 129 MB has
 # 369 000. Started afresh every 131 000, a session merged each common one
 # again and again, a sixth of ``encode_file``'s time.)
+#
+# Sharing. The workers of one ``encode_file`` each encode their own chunks;
+# with a cache each, a pre-token met by both is merged by both (on prose_en
+# with gpt2, two workers' caches ended with 564 986 pieces between them, one
+# worker's with 366 112), and two workers fell short of two independent
+# processes by about what those merges cost. So they share one table (``_encode.SharedShortCache``), made at a
+# session's largest size and never grown or cleared while shared. A slot is
+# taken with a compare-and-swap of its empty second word to CLAIMED, which
+# no key has; the first word and the ids are written, then the second word
+# is stored with release. Every probe loads the second word with acquire
+# before the rest (on x86-64 both are plain moves: only the compiler is kept
+# from reordering), so a key found has its ids, and a slot being written
+# matches no key. A session whose slot was taken meanwhile probes on (and
+# stores nothing if the taker stored its key). An entry, once stored, is
+# never written again, except the places in a SPILLED marker, which only
+# the session that made it rewrites: the high half of an era names the
+# session (lane 3), and another session that meets the marker asks its own
+# general cache instead. Each session adds its entries to the shared count
+# SHARED_COUNT_EVERY at a time, not one by one, so that the count's cache
+# line does not pass between the cores at every insert; near the budget the
+# session goes back to its own table for the rest of its call.
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memset
 
@@ -71,6 +92,39 @@ cdef extern from *:
     #define SHORTCACHE_NO_ID 0xFFFFFFFFu   /* above every token id (MAX_TOKEN_ID) */
     #define SHORTCACHE_SPILLED (1ULL << 63)  /* in a stored key1: the ids are in the general cache */
     #define SHORTCACHE_RUN (1ULL << 62)      /* in a stored key1: the ids are a run (see above) */
+    /* A shared table's slot that a session has taken and is writing: a key1
+       of length 63 once its marks are masked off, which no key has. */
+    #define SHORTCACHE_CLAIMED (0x7FULL << 56)
+    #if defined(__GNUC__)
+    #define SHORTCACHE_CAN_SHARE 1
+    /* A shared table's key1 is stored last, with release, after the key0 and
+       ids it vouches for; it is loaded with acquire, before them. (On x86-64
+       both are plain moves: they only keep the compiler from reordering.) */
+    static inline uint64_t shortcache_load_key1(const uint64_t *key1) {
+        return __atomic_load_n(key1, __ATOMIC_ACQUIRE);
+    }
+    static inline void shortcache_publish_key1(uint64_t *key1, uint64_t value) {
+        __atomic_store_n(key1, value, __ATOMIC_RELEASE);
+    }
+    static inline int shortcache_claim(uint64_t *key1) {
+        uint64_t empty = 0;
+        return __atomic_compare_exchange_n(key1, &empty, SHORTCACHE_CLAIMED, 0,
+                                           __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE);
+    }
+    static inline int64_t shortcache_add_count(int64_t *count, int64_t n) {
+        return __atomic_add_fetch(count, n, __ATOMIC_RELAXED);
+    }
+    static inline int64_t shortcache_read_count(const int64_t *count) {
+        return __atomic_load_n(count, __ATOMIC_RELAXED);
+    }
+    #else
+    #define SHORTCACHE_CAN_SHARE 0
+    static inline uint64_t shortcache_load_key1(const uint64_t *key1) { return *key1; }
+    static inline void shortcache_publish_key1(uint64_t *key1, uint64_t value) { *key1 = value; }
+    static inline int shortcache_claim(uint64_t *key1) { if (*key1) return 0; *key1 = SHORTCACHE_CLAIMED; return 1; }
+    static inline int64_t shortcache_add_count(int64_t *count, int64_t n) { return *count += n; }
+    static inline int64_t shortcache_read_count(const int64_t *count) { return *count; }
+    #endif
     /* How many of an entry's four lanes are ids, not NO_ID. */
     static inline size_t shortcache_count_ids(const uint32_t *ids) {
         return (size_t)((ids[0] != SHORTCACHE_NO_ID) + (ids[1] != SHORTCACHE_NO_ID)
@@ -112,6 +166,13 @@ cdef extern from *:
     const uint32_t NO_ID "SHORTCACHE_NO_ID"
     const uint64_t SPILLED "SHORTCACHE_SPILLED"
     const uint64_t RUN "SHORTCACHE_RUN"
+    const uint64_t CLAIMED "SHORTCACHE_CLAIMED"
+    bint CAN_SHARE "SHORTCACHE_CAN_SHARE"
+    uint64_t load_key1 "shortcache_load_key1" (const uint64_t* key1) noexcept nogil
+    void publish_key1 "shortcache_publish_key1" (uint64_t* key1, uint64_t value) noexcept nogil
+    bint claim_slot "shortcache_claim" (uint64_t* key1) noexcept nogil
+    int64_t add_count "shortcache_add_count" (int64_t* count, int64_t n) noexcept nogil
+    int64_t read_count "shortcache_read_count" (const int64_t* count) noexcept nogil
 
 
 cdef enum:
@@ -137,6 +198,11 @@ cdef struct BatchKey:
     ShortEntry* home         # its home pair in the cache the batch looks up (no hash kept)
 
 
+cdef struct SharedCount:
+    int64_t entries          # a shared table's entries, as its sessions add theirs
+    int64_t sharers          # the sessions sharing it now
+
+
 cdef struct ShortCache:
     ShortEntry* slots        # 64-byte aligned: slots 2k and 2k + 1 share a cache line
     void* block              # what was allocated (slots points into it)
@@ -145,6 +211,7 @@ cdef struct ShortCache:
     int64_t n_entries
     int64_t max_entries      # the budget: at this many entries an insert clears the table
     int64_t max_slots        # the most slots shortcache_make_room grows it to
+    SharedCount* shared      # a table sessions share: their count (then n_entries is this one's, not yet added); else NULL
 
 
 cdef inline uint64_t hash_words(uint64_t word0, uint64_t word1) noexcept nogil:
@@ -201,6 +268,7 @@ cdef inline int shortcache_init(ShortCache* c, int64_t n_slots, int64_t max_slot
     c.n_entries = 0
     c.max_entries = shortcache_budget(n_slots)
     c.max_slots = max_slots
+    c.shared = NULL
     return -1 if c.block == NULL else 0
 
 
@@ -233,16 +301,21 @@ cdef inline ShortEntry* pair_holding(const BatchKey* key) noexcept nogil:
     from the key (a cmov): a branch per slot is mispredicted, as keys sit in
     either slot at random."""
     cdef ShortEntry* home = key.home
-    cdef uint64_t differs0 = (home[0].key0 ^ key.word0) | (home[0].key1 ^ key.word1)
-    cdef uint64_t differs1 = (home[1].key0 ^ key.word0) | (home[1].key1 ^ key.word1)
+    cdef uint64_t key1_0 = load_key1(&home[0].key1)
+    cdef uint64_t key1_1 = load_key1(&home[1].key1)
+    cdef uint64_t differs0 = (home[0].key0 ^ key.word0) | (key1_0 ^ key.word1)
+    cdef uint64_t differs1 = (home[1].key0 ^ key.word0) | (key1_1 ^ key.word1)
     if (differs0 if differs0 < differs1 else differs1) != 0:
         return NULL
     return home + (differs0 != 0)
 
 
-cdef inline bint shortcache_holds(const ShortEntry* e) noexcept nogil:
-    """Whether a slot ``shortcache_slot`` returned holds the key (else it is empty)."""
-    return e.key1 != 0
+cdef inline bint shortcache_holds(const ShortEntry* e, const ShortKey* key) noexcept nogil:
+    """Whether a slot ``shortcache_slot`` returned for ``key`` holds it (else it
+    was empty). The key is compared again, not only the slot's emptiness: in a
+    shared table another session may have taken the empty slot since."""
+    cdef uint64_t key1 = load_key1(&e.key1)
+    return e.key0 == key.word0 and (key1 & ~(SPILLED | RUN)) == key.word1
 
 
 cdef inline void short_keys(BatchKey* keys, const uint8_t* data, Py_ssize_t n, Py_ssize_t start,
@@ -303,9 +376,11 @@ cdef inline ShortEntry* shortcache_slot(const ShortCache* c, const ShortKey* key
     SHORT_KEY_BYTES bytes."""
     cdef uint64_t i = home_index(key.hash, c.shift)
     cdef ShortEntry* e
+    cdef uint64_t key1
     while True:
         e = &c.slots[i]
-        if (e.key0 == key.word0 and stored_word1(e) == key.word1) or e.key1 == 0:
+        key1 = load_key1(&e.key1)
+        if (e.key0 == key.word0 and (key1 & ~(SPILLED | RUN)) == key.word1) or key1 == 0:
             return e
         i = (i + 1) & <uint64_t>c.mask
 
@@ -333,10 +408,12 @@ cdef inline void shortcache_insert_run(ShortCache* c, ShortEntry* slot, const Sh
                                        const uint32_t* ids, int64_t count, int64_t start) noexcept nogil:
     """Store ``ids[:count]`` as a run from ``start`` (``run_start``'s answer) for the
     key whose empty slot ``shortcache_slot`` returned."""
-    slot = shortcache_insert(c, slot, key, ids, start)
-    slot.ids[2] = ids[count - 1]
-    slot.ids[3] = <uint32_t>(count - start)
-    slot.key1 |= RUN
+    cdef uint32_t lanes[INLINE_IDS]
+    lanes[0] = ids[0] if start > 0 else NO_ID
+    lanes[1] = ids[1] if start > 1 else NO_ID
+    lanes[2] = ids[count - 1]
+    lanes[3] = <uint32_t>(count - start)
+    shortcache_store(c, slot, key, key.word1 | RUN, lanes)
 
 
 cdef inline int64_t write_run(uint32_t* out, const ShortEntry* e) noexcept nogil:
@@ -355,11 +432,26 @@ cdef inline bint shortcache_spilled(const ShortEntry* e) noexcept nogil:
     return (e.key1 & SPILLED) != 0
 
 
+cdef inline void shortcache_insert_spilled(ShortCache* c, ShortEntry* slot, const ShortKey* key,
+                                           uint32_t offset, uint32_t count, uint64_t era) noexcept nogil:
+    """Store the marker of ids kept elsewhere for the key whose empty slot
+    ``shortcache_slot`` returned: ``count`` of them at ``offset`` of the
+    general cache's id array, put there in ``era``."""
+    cdef uint32_t lanes[INLINE_IDS]
+    lanes[0] = offset
+    lanes[1] = count
+    lanes[2] = <uint32_t>era
+    lanes[3] = <uint32_t>(era >> 32)
+    shortcache_store(c, slot, key, key.word1 | SPILLED, lanes)
+
+
 cdef inline void shortcache_mark_spilled(ShortEntry* e, uint32_t offset, uint32_t count,
                                          uint64_t era) noexcept nogil:
-    """Make an entry holding its key the marker of ids kept elsewhere: ``count`` of
-    them at ``offset`` of the general cache's id array, put there in ``era``."""
-    e.key1 |= SPILLED
+    """Point a marker anew: ``count`` ids at ``offset`` of the general cache's id
+    array, put there in ``era``. Only the session whose era the marker holds
+    may: in a shared table, another reads its lanes 2 and 3 only, to see
+    that the marker is not its own (the session's half of an era, lane 3,
+    stays as it was)."""
     e.ids[0] = offset
     e.ids[1] = count
     e.ids[2] = <uint32_t>era
@@ -412,20 +504,68 @@ cdef inline int shortcache_grow(ShortCache* c, int64_t n_slots) noexcept nogil:
 
 cdef inline ShortEntry* shortcache_insert(ShortCache* c, ShortEntry* slot, const ShortKey* key,
                                           const uint32_t* ids, int64_t n_ids) noexcept nogil:
-    """Store ``ids`` (1 to INLINE_IDS; none for a marker, then set SPILLED) for
-    the key whose empty slot ``shortcache_slot`` returned; returns the slot
-    written. A table at its budget is cleared first, so the load factor stays
-    at most 1/2 and an empty slot always remains. (Growing is the caller's:
-    ``shortcache_make_room``, where no slot found before is kept.)"""
+    """Store ``ids`` (1 to INLINE_IDS) for the key whose empty slot
+    ``shortcache_slot`` returned (see ``shortcache_store``)."""
+    cdef uint32_t lanes[INLINE_IDS]
     cdef int64_t k
+    for k in range(n_ids):
+        lanes[k] = ids[k]
+    for k in range(n_ids, INLINE_IDS):
+        lanes[k] = NO_ID
+    return shortcache_store(c, slot, key, key.word1, lanes)
+
+
+cdef inline ShortEntry* shortcache_store(ShortCache* c, ShortEntry* slot, const ShortKey* key,
+                                         uint64_t key1, const uint32_t* lanes) noexcept nogil:
+    """Store an entry of ``key`` (``key1`` its stored second word: the key's, with
+    any marks) and ``lanes`` in the empty slot ``shortcache_slot`` returned
+    for it; returns the slot written, NULL if none was. A table of its own
+    at its budget is cleared first, so the load factor stays at most 1/2 and
+    an empty slot always remains. (Growing is the caller's:
+    ``shortcache_make_room``, where no slot found before is kept.)"""
+    if c.shared != NULL:
+        return shortcache_store_shared(c, slot, key, key1, lanes)
     if c.n_entries >= c.max_entries:
         shortcache_clear(c)
         slot = shortcache_slot(c, key)
     slot.key0 = key.word0
-    slot.key1 = key.word1
-    for k in range(n_ids):
-        slot.ids[k] = ids[k]
-    for k in range(n_ids, INLINE_IDS):
-        slot.ids[k] = NO_ID
+    memcpy(slot.ids, lanes, sizeof(slot.ids))
+    slot.key1 = key1
     c.n_entries += 1
     return slot
+
+
+cdef enum:
+    SHARED_COUNT_EVERY = 64  # a session adds its entries to a shared table's count this many at a time
+
+
+cdef inline ShortEntry* shortcache_store_shared(ShortCache* c, ShortEntry* slot, const ShortKey* key,
+                                                uint64_t key1, const uint32_t* lanes) noexcept nogil:
+    """``shortcache_store`` in a table other sessions write too: the empty slot is
+    taken first (another may take it meanwhile: the probe then goes on), its
+    key and ids written, and its key1 stored last, so that a session that
+    finds the key finds its ids. Nothing is stored, and NULL returned, if
+    another session stored the key first, or the table is at its budget
+    (it is never cleared: its sessions go back to their own tables first)."""
+    cdef uint64_t i = <uint64_t>(slot - c.slots)
+    cdef uint64_t found
+    cdef ShortEntry* e
+    if read_count(&c.shared.entries) + c.n_entries >= c.max_entries:
+        return NULL
+    while True:
+        e = &c.slots[i]
+        found = load_key1(&e.key1)
+        if found == 0:
+            if claim_slot(&e.key1):
+                e.key0 = key.word0
+                memcpy(e.ids, lanes, sizeof(e.ids))
+                publish_key1(&e.key1, key1)
+                c.n_entries += 1
+                if c.n_entries >= SHARED_COUNT_EVERY:
+                    add_count(&c.shared.entries, c.n_entries)
+                    c.n_entries = 0
+                return e
+            found = load_key1(&e.key1)
+        if e.key0 == key.word0 and (found & ~(SPILLED | RUN)) == key.word1:
+            return NULL
+        i = (i + 1) & <uint64_t>c.mask

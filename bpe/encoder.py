@@ -8,12 +8,13 @@ tokenizer's Python dicts.
 """
 from __future__ import annotations
 
+import contextlib
 import threading
-from typing import Mapping, Optional, Sequence
+from typing import Iterator, Mapping, Optional, Sequence
 
 import numpy as np
 
-from bpe._encode import EncodeKernel, Session
+from bpe._encode import SHARED_CACHE_AVAILABLE, EncodeKernel, Session, SharedShortCache
 from bpe._lists import PrebuiltInts, ids_to_list, ids_to_lists
 from bpe.formats import flatten
 from bpe.patterns import compile_pattern, native_pattern_id, regex_pretokens
@@ -50,6 +51,9 @@ class Encoder:
         self._native = native_pattern_id(pattern)
         self._lock = threading.Lock()
         self._idle_sessions: list = []
+        self._shared_cache = None     # a SharedShortCache, made by the first ``sharing_short_cache``
+        self._sharing = 0             # ``sharing_short_cache`` blocks open
+        self._shared_leases = 0       # sessions lent out that share it
         self._needles_made: dict = {}
 
     @classmethod
@@ -93,11 +97,37 @@ class Encoder:
         """
         return _Lease(self)
 
+    @contextlib.contextmanager
+    def sharing_short_cache(self) -> Iterator[None]:
+        """A ``with`` block in which every call's session looks up and fills one
+        short cache, shared (``bpe._encode.SharedShortCache``), instead of its
+        own: for threads that encode parts of one corpus at once, each of which
+        would otherwise merge again what the others have merged.
+
+        The shared cache is kept for the next block, as sessions keep theirs,
+        and starts afresh in one when it is crowded. Where it cannot be made
+        (out of memory, or a compiler without atomics), sessions keep their own."""
+        with self._lock:
+            if self._shared_cache is None:
+                try:
+                    self._shared_cache = SharedShortCache() if SHARED_CACHE_AVAILABLE else None
+                except MemoryError:
+                    pass                   # sessions keep their own; the next block tries again
+            elif self._sharing == 0 and self._shared_leases == 0 and self._shared_cache.crowded():
+                self._shared_cache.clear()
+            self._sharing += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._sharing -= 1
+
     def clear_cache(self) -> None:
         """Drop the pooled sessions: their pre-token caches and scratch buffers.
         A call in progress keeps its own session, which it returns afterwards."""
         with self._lock:
             self._idle_sessions.clear()
+            self._shared_cache = None
 
     def encode_utf8(self, data, allowed: Sequence[str], out: Optional[np.ndarray] = None) -> np.ndarray:
         """The ids (uint32) of valid UTF-8 ``data`` (bytes-like), the ``allowed``
@@ -190,11 +220,12 @@ class Encoder:
 
 
 class _Lease:
-    """``Encoder._session``: a pooled session, lent for a ``with`` block. A plain
-    class, not a generator-based context manager: that cost 2 us a call, a
-    seventh of encoding a short document."""
+    """``Encoder._session``: a pooled session, lent for a ``with`` block, sharing
+    the encoder's shared short cache while a ``sharing_short_cache`` block is
+    open. A plain class, not a generator-based context manager: that cost 2 us
+    a call, a seventh of encoding a short document."""
 
-    __slots__ = ("encoder", "session")
+    __slots__ = ("encoder", "session", "shared")
 
     def __init__(self, encoder: Encoder):
         self.encoder = encoder
@@ -203,10 +234,25 @@ class _Lease:
         encoder = self.encoder
         with encoder._lock:
             self.session = encoder._idle_sessions.pop() if encoder._idle_sessions else None
-        if self.session is None:
-            self.session = Session()
+            self.shared = encoder._shared_cache if encoder._sharing else None
+            if self.shared is not None:
+                encoder._shared_leases += 1
+        try:
+            if self.session is None:
+                self.session = Session()
+        except BaseException:
+            if self.shared is not None:
+                with encoder._lock:
+                    encoder._shared_leases -= 1
+            raise
+        if self.shared is not None:
+            self.session.share(self.shared)
         return self.session
 
     def __exit__(self, *exc_info) -> None:
+        if self.shared is not None:
+            self.session.unshare()
         with self.encoder._lock:
             self.encoder._idle_sessions.append(self.session)
+            if self.shared is not None:
+                self.encoder._shared_leases -= 1

@@ -1,4 +1,5 @@
 """encode_file: a corpus into a memory-mapped token array, equal to encode, for any workers."""
+import contextlib
 import os
 import signal
 import subprocess
@@ -12,7 +13,7 @@ import bpe
 from bpe.encode_file import encode_file
 from bpe.token_array import open_tokens, read_metadata
 
-from conftest import SHAKESPEARE, random_corpus
+from conftest import SHAKESPEARE, random_corpus, small_short_caches
 
 EOT = "<|endoftext|>"
 
@@ -50,6 +51,27 @@ def test_ids_equal_encode_for_any_workers(corpus_dir, tmp_path, name, num_worker
     metadata = read_metadata(out)
     assert metadata["n_tokens"] == len(expected) and metadata["n_vocab"] == tok.n_vocab
     assert metadata["document_separator"] == EOT
+
+
+@pytest.mark.parametrize("sizes", [None, (16, 1 << 10)], ids=["default sizes", "small: it fills"])
+def test_workers_share_one_short_cache_and_stop_after(corpus_dir, tmp_path, sizes):
+    # Two workers' sessions share one short cache for the run, then go back to
+    # their own; made small, it nears its budget within the corpus and the
+    # sessions go back to their own mid-run. The ids are one worker's.
+    directory, texts = corpus_dir
+    expected = np.concatenate([bpe.load("gpt2").encode_to_numpy(text) for text in texts])
+    with small_short_caches(*sizes) if sizes else contextlib.nullcontext():
+        tok = bpe.load("gpt2")
+        tok.clear_cache()                 # fresh sessions, none with a short cache of its own yet
+        encode_file(tok, directory, tmp_path / "two.bin", num_workers=2, chunk_size=4096)
+        shared = tok.encoder._shared_cache
+        assert shared is not None and shared.entries > 0
+        assert not any(session.sharing for session in tok.encoder._idle_sessions)
+        assert (sizes is not None) == any(session.short_cache_slots > 0 for session in tok.encoder._idle_sessions)
+    assert np.array_equal(open_tokens(tmp_path / "two.bin"), expected)
+    tok.clear_cache()
+    encode_file(tok, directory, tmp_path / "one.bin", num_workers=1, chunk_size=4096)
+    assert tok.encoder._shared_cache is None             # one worker: nothing to share
 
 
 def test_default_workers_are_the_cores_up_to_one_per_chunk(corpus_dir, tmp_path):

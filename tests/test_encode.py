@@ -1,4 +1,5 @@
 """Encoding: exactly tiktoken's ids, exactly bpe.pure's, and the API around them."""
+import contextlib
 import pickle
 
 import hypothesis.strategies as st
@@ -9,7 +10,7 @@ from hypothesis import given, settings
 import bpe
 import bpe.encoder
 from bpe import pure
-from bpe._encode import group_after_misses, l2_cache_bytes, merged_ids_by_offset, short_cache_sizes
+from bpe._encode import Session, group_after_misses, l2_cache_bytes, merged_ids_by_offset, short_cache_sizes
 from bpe.formats import flatten
 
 from conftest import SHAKESPEARE, misses_merged, random_corpus, small_short_caches
@@ -848,6 +849,122 @@ def test_the_short_cache_grows_then_starts_afresh(pair, miss_path):
     tok.clear_cache()
     with pytest.raises(ValueError, match="powers of two"):
         short_cache_sizes(16, 1000)
+
+
+def varied_pieces(reference, seed):
+    """Short pre-tokens of one to six ids, runs of one id, and longer ones, in
+    random order: every kind of entry the short cache holds, and more."""
+    rng = np.random.default_rng(seed)
+    pieces = [" " + "".join(rng.choice(list("qxzjkvwyQXZ"), size=int(rng.integers(1, 15))))
+              for _ in range(300)]
+    pieces += ["\n" + " " * k for k in range(1, 15)] + [" " + "ab" * k for k in range(4, 12)]
+    assert max(len(reference.encode_ordinary(piece)) for piece in pieces) > 4
+    rng.shuffle(pieces)
+    return pieces
+
+
+def encode_with(tok, session, text):
+    """``tok.encode_ordinary(text)`` in ``session``: the pool lends the session
+    put in last."""
+    tok.encoder._idle_sessions.append(session)
+    try:
+        return tok.encode_ordinary(text)
+    finally:
+        tok.encoder._idle_sessions.remove(session)
+
+
+def test_sessions_sharing_a_short_cache_find_what_the_other_cached(pair, miss_path):
+    # Two sessions in turn, in one sharing block: each finds the other's
+    # entries (ids inline, runs) and passes by its markers (five ids or
+    # more: their places are in the other session's general cache), asking
+    # its own general cache instead. Each text is new to the first session
+    # and to the shared cache, then met by the other, then by both again.
+    tok, reference = pair
+    pieces = varied_pieces(reference, 21)
+    texts = ["".join(pieces[k::3]) for k in range(3)]
+    first, second = Session(), Session()
+    with tok.encoder.sharing_short_cache():
+        for text in texts:
+            expected = reference.encode_ordinary(text)
+            assert encode_with(tok, first, text) == expected
+            assert encode_with(tok, second, text) == expected
+            assert encode_with(tok, second, text) == expected
+            assert encode_with(tok, first, text) == expected
+    assert tok.encoder._shared_cache.entries > len(set(pieces)) // 2
+    assert not first.sharing and not second.sharing
+    assert first.short_cache_slots == 0        # it only ever shared: it never made its own
+    tok.clear_cache()
+
+
+@pytest.mark.parametrize("sizes", [None, (16, 1 << 12)], ids=["default sizes", "small: it fills"])
+def test_threads_sharing_a_short_cache_get_the_ids_of_one_thread(pair, sizes):
+    # Two threads encode at once into one shared cache: each takes empty slots
+    # the other may be taking, and finds entries the other is writing. Made
+    # small, the shared cache nears its budget within the texts and each
+    # session goes back to its own cache mid-call (made then), which in turn
+    # grows and starts afresh.
+    tok, reference = pair
+    pieces = varied_pieces(reference, 22)
+    rng = np.random.default_rng(23)
+    letters = np.array(list("abcdefghijklmnop"))
+    words = [" " + "".join(rng.choice(letters, size=int(rng.integers(2, 8)))) for _ in range(6000)]
+    texts = ["".join(rng.choice(pieces + words, size=800)) for _ in range(24)]
+    expected = [reference.encode_ordinary(text) for text in texts]
+    with small_short_caches(*sizes) if sizes else contextlib.nullcontext():
+        tok.clear_cache()
+        for _ in range(2):
+            with tok.encoder.sharing_short_cache():
+                assert tok.encode_batch(texts, num_threads=2) == expected
+        shared = tok.encoder._shared_cache
+        assert shared.entries > 0 and (sizes is None or shared.slots == sizes[1])
+        if sizes:
+            assert any(session.short_cache_slots > 0 for session in tok.encoder._idle_sessions)
+        assert not any(session.sharing for session in tok.encoder._idle_sessions)
+    tok.clear_cache()
+
+
+def test_a_store_that_lost_its_slot_to_another_session():
+    # Between a session's probe, which found an empty slot, and its store,
+    # another session took that slot: for another pre-token (the store goes
+    # on to the next empty slot) or for the same one (nothing is stored: the
+    # other's entry serves). Forced here; threads meet it only by chance.
+    from bpe._encode import SharedShortCache, store_after_a_race
+
+    shared = SharedShortCache()
+    assert store_after_a_race(shared, b" cat", 7, b" dog", 8) == (True, 7, 1)
+    assert store_after_a_race(shared, b" emu", 9, b" emu", 10) == (False, 10, 0)
+    assert shared.entries == 3
+    with pytest.raises(ValueError, match="in the cache already"):
+        store_after_a_race(shared, b" cat", 7, b" dog", 8)
+
+
+def test_the_shared_cache_starts_afresh_when_crowded_and_none_shares_it():
+    # Kept from block to block (as sessions keep theirs), it starts afresh in a
+    # new block once crowded (three quarters of its budget), unless a session
+    # still shares it.
+    tok, reference = bpe.load("gpt2"), get_encoding("gpt2")
+    rng = np.random.default_rng(24)
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+    text = " " + " ".join("".join(rng.choice(letters, size=6)) for _ in range(3000))
+    expected = reference.encode_ordinary(text)
+    with small_short_caches(16, 1 << 12):
+        with tok.encoder.sharing_short_cache():
+            assert tok.encode_ordinary(text) == expected
+        shared = tok.encoder._shared_cache
+        assert shared.crowded()
+        with contextlib.ExitStack() as lease_out:
+            with tok.encoder.sharing_short_cache():
+                session = lease_out.enter_context(tok.encoder._session())
+                assert session.sharing
+            entries = shared.entries
+            with tok.encoder.sharing_short_cache():   # crowded, but a session shares it
+                assert shared.entries == entries
+        assert not session.sharing
+        with tok.encoder.sharing_short_cache():       # crowded, and none shares it
+            assert tok.encoder._shared_cache is shared and shared.entries == 0
+            assert tok.encode_ordinary(text) == expected
+    tok.clear_cache()
+    assert tok.encoder._shared_cache is None
 
 
 def test_the_kernel_finds_ranked_tokens_by_sparse_ids_too(miss_path):

@@ -103,6 +103,34 @@ def test_encoding_fails_cleanly_and_sessions_stay_whole(name, short_cache):
         tok.clear_cache()
 
 
+def test_encoding_in_a_shared_short_cache_fails_cleanly():
+    # Sharing allocates too: the shared cache (without it, sessions keep
+    # their own), and a session's own cache when it goes back to it, made
+    # small here so that it does within the text (without it, the session
+    # goes on in the shared one, which takes no more entries).
+    tok = bpe.load("gpt2")
+    text = random_corpus(8, n_words=3000, special="<|endoftext|>")
+    texts = [text[i:i + 2000] for i in range(0, len(text), 2000)]
+    expected = tok.encode_batch(texts, num_threads=1)
+
+    def encode_sharing():
+        tok.clear_cache()
+        with tok.encoder.sharing_short_cache():
+            return tok.encode_batch(texts, num_threads=1)
+
+    try:
+        with small_short_caches(16, 1 << 10):
+            assert encode_sharing() == expected
+            assert tok.encoder._idle_sessions[0].short_cache_slots > 0      # it went back to its own
+            for n in failure_points(encode_sharing, dense=100, spread=30):
+                result, _ = with_failure_at(n, encode_sharing)
+                assert result is MemoryError or result == expected, n
+                with tok.encoder.sharing_short_cache():
+                    assert tok.encode_batch(texts, num_threads=1) == expected, n
+    finally:
+        tok.clear_cache()
+
+
 def check_encoding_fails_cleanly(tok):
     text = random_corpus(7, n_words=2000, special="<|endoftext|>") + " " + "x" * 3000
     texts = [text[i:i + 700] for i in range(0, len(text), 700)]
