@@ -31,17 +31,17 @@ from bpe._bytestable cimport (FNV_OFFSET, FNV_PRIME, BytesTable, bytestable_add,
 from bpe._checks cimport check_ids, check_offsets
 from bpe._lists cimport PrebuiltInts, ids_list, lists_of_ids
 from bpe._memory cimport (empty_written_once, grow, mem_alloc, mem_calloc_huge, mem_free, next_capacity, prefetch,
-                          reserve_fresh, slot_shift)
+                          reserve_fresh)
 from bpe._pairranks cimport (PairRanks, byte_pair_rank, pair_rank, pairranks_add, pairranks_bytes,
                              pairranks_fill_bytes, pairranks_free, pairranks_init, pairranks_prefetch)
 from bpe._scanner cimport FILL_SLACK, Scanner, check_pattern, scanner_fill, scanner_init
 from bpe._shortcache cimport (CAN_SHARE, INLINE_IDS, SHARED_COUNT_EVERY, SHORT_KEY_BYTES, BatchKey, SharedCount,
                               ShortCache, ShortEntry, ShortKey, add_count, batch_key_hashed, copy_ids, count_ids,
-                              pair_holding, read_count, run_start, short_key, short_keys, shortcache_budget,
+                              pair_holding, read_count, run_start, short_key, short_keys, shortcache_bytes,
                               shortcache_clear, shortcache_free, shortcache_holds, shortcache_home, shortcache_init,
                               shortcache_insert, shortcache_insert_run, shortcache_insert_spilled,
-                              shortcache_make_room, shortcache_mark_spilled, shortcache_run, shortcache_slot,
-                              shortcache_spilled, shortcache_spilled_era, write_run)
+                              shortcache_make_room, shortcache_mark_spilled, shortcache_none, shortcache_place,
+                              shortcache_run, shortcache_slot, shortcache_spilled, shortcache_spilled_era, write_run)
 from bpe._shortfilter cimport ShortFilter, shortfilter_add, shortfilter_free, shortfilter_init, shortfilter_may_hold
 from bpe._specials cimport Needles, needles_free, needles_point_at, needles_restart, next_special
 from bpe._types cimport offset_t, out_id_t, pack_pair, pair_left, pair_right, pair_t, token_t
@@ -275,11 +275,8 @@ cdef int scratch_init(Scratch* s) noexcept nogil:
     _sessions_made += 1
     s.cache_era = <uint64_t>_sessions_made << 32
     # The short cache is made on first use (``Session.ready``).
-    s.short.slots = s.own_short.slots = NULL
-    s.short.block = s.own_short.block = NULL
-    s.short.shared = s.own_short.shared = NULL
-    s.short.n_entries = s.own_short.n_entries = 0
-    s.short.mask = s.own_short.mask = 0
+    shortcache_none(&s.short)
+    shortcache_none(&s.own_short)
     # The general cache holds only what the short one cannot (longer pre-tokens,
     # more ids), yet is sized for a busy call from the start: growing from small
     # rehashes every key several times over in each cold call. Its keys are
@@ -338,21 +335,16 @@ cdef class SharedShortCache:
 
     def __cinit__(self):
         cdef int64_t n_slots = _short_cache_max_slots
-        self.c.block = mem_calloc_huge((<size_t>n_slots + 2) * sizeof(ShortEntry))
-        if self.c.block == NULL:
+        cdef void* block = mem_calloc_huge(shortcache_bytes(n_slots))
+        if block == NULL:
             raise MemoryError()
-        self.c.slots = <ShortEntry*>((<size_t>self.c.block + 63) & ~(<size_t>63))
-        self.c.mask = n_slots - 1
-        self.c.shift = slot_shift(n_slots)
-        self.c.n_entries = 0
-        self.c.max_entries = shortcache_budget(n_slots)
-        self.c.max_slots = n_slots
+        shortcache_place(&self.c, block, n_slots, n_slots)
         self.c.shared = &self.count
         self.count.entries = 0
         self.count.sharers = 0
 
     def __dealloc__(self):
-        mem_free(self.c.block)
+        shortcache_free(&self.c)
 
     @property
     def entries(self):
@@ -420,19 +412,25 @@ cdef bint scratch_unshare(Scratch* s) noexcept nogil:
     add_count(&s.short.shared.entries, s.short.n_entries)
     add_count(&s.short.shared.sharers, -1)
     s.short = s.own_short
-    s.own_short.slots = NULL
-    s.own_short.block = NULL
+    shortcache_none(&s.own_short)
     return True
+
+
+cdef int own_short_init(ShortCache* c) noexcept nogil:
+    """Make a session's own short cache, at the sizes sessions now start with and
+    may grow to (``short_cache_sizes``). -1, and none made, when out of memory."""
+    if shortcache_init(c, _short_cache_slots, _short_cache_max_slots) < 0:
+        shortcache_free(c)
+        return -1
+    return 0
 
 
 cdef void scratch_leave_shared(Scratch* s) noexcept nogil:
     """``scratch_unshare`` in the middle of a call, its own short cache made now.
     Out of memory, it goes on with the shared one, which takes no entries past
     its budget: lookups still find what it holds."""
-    if s.own_short.slots == NULL:
-        if shortcache_init(&s.own_short, _short_cache_slots, _short_cache_max_slots) < 0:
-            shortcache_free(&s.own_short)
-            return
+    if s.own_short.slots == NULL and own_short_init(&s.own_short) < 0:
+        return
     scratch_unshare(s)
 
 
@@ -459,10 +457,8 @@ cdef class Session:
 
     cdef Scratch* ready(self) except NULL:
         """Its scratch, with a short cache to use (its own made if need be)."""
-        if self.scratch.short.slots == NULL:
-            if shortcache_init(&self.scratch.short, _short_cache_slots, _short_cache_max_slots) < 0:
-                shortcache_free(&self.scratch.short)
-                raise MemoryError()
+        if self.scratch.short.slots == NULL and own_short_init(&self.scratch.short) < 0:
+            raise MemoryError()
         return &self.scratch
 
     def share(self, SharedShortCache shared not None):

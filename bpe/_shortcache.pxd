@@ -260,17 +260,35 @@ cdef inline int shortcache_init(ShortCache* c, int64_t n_slots, int64_t max_slot
     The slots are zeroed here, in order, rather than left to calloc's lazy
     pages: probes touch pages at random, and faulting them in one by one made
     a cold pass over 10 MB of prose 15 % slower."""
-    c.block = mem_alloc_huge((<size_t>n_slots + 2) * sizeof(ShortEntry))
-    if c.block != NULL:
-        memset(c.block, 0, (<size_t>n_slots + 2) * sizeof(ShortEntry))
-    c.slots = <ShortEntry*>((<size_t>c.block + 63) & ~(<size_t>63))
+    cdef void* block = mem_alloc_huge(shortcache_bytes(n_slots))
+    if block != NULL:
+        memset(block, 0, shortcache_bytes(n_slots))
+    shortcache_place(c, block, n_slots, max_slots)
+    return -1 if block == NULL else 0
+
+
+cdef inline size_t shortcache_bytes(int64_t n_slots) noexcept nogil:
+    """The block a table of ``n_slots`` takes: two slots more, for its alignment."""
+    return (<size_t>n_slots + 2) * sizeof(ShortEntry)
+
+
+cdef inline void shortcache_place(ShortCache* c, void* block, int64_t n_slots, int64_t max_slots) noexcept nogil:
+    """Make ``c`` an empty table of ``n_slots`` (see ``shortcache_init``) in
+    ``block`` (``shortcache_bytes`` of it, zeroed; NULL when it could not be
+    had), a table of its own."""
+    c.block = block
+    c.slots = <ShortEntry*>((<size_t>block + 63) & ~(<size_t>63))
     c.mask = n_slots - 1
     c.shift = slot_shift(n_slots)
     c.n_entries = 0
     c.max_entries = shortcache_budget(n_slots)
     c.max_slots = max_slots
     c.shared = NULL
-    return -1 if c.block == NULL else 0
+
+
+cdef inline void shortcache_none(ShortCache* c) noexcept nogil:
+    """Make ``c`` no table at all (its slots NULL): one to be made later."""
+    memset(c, 0, sizeof(ShortCache))
 
 
 cdef inline void shortcache_free(ShortCache* c) noexcept nogil:
