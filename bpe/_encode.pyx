@@ -26,7 +26,7 @@ from libc.string cimport memcpy, memmove
 import numpy as np
 
 from bpe._bytestable cimport (FNV_OFFSET, FNV_PRIME, BytesTable, bytestable_add, bytestable_add_hashed,
-                              bytestable_clear, bytestable_free, bytestable_hash,
+                              bytestable_clear, bytestable_free, bytestable_hash, hash_by_words,
                               bytestable_init_sized, bytestable_slot, hash_bytes, slot_entry)
 from bpe._checks cimport check_ids, check_offsets
 from bpe._lists cimport PrebuiltInts, ids_list, lists_of_ids
@@ -42,6 +42,8 @@ from bpe._shortcache cimport (CAN_SHARE, INLINE_IDS, SHARED_COUNT_EVERY, SHORT_K
                               shortcache_insert, shortcache_insert_run, shortcache_insert_spilled,
                               shortcache_make_room, shortcache_mark_spilled, shortcache_none, shortcache_place,
                               shortcache_run, shortcache_slot, shortcache_spilled, shortcache_spilled_era, write_run)
+from bpe._sharedgeneral cimport (SharedGeneral, sharedgeneral_clear, sharedgeneral_find, sharedgeneral_free,
+                                  sharedgeneral_init, sharedgeneral_read, sharedgeneral_store)
 from bpe._shortfilter cimport ShortFilter, shortfilter_add, shortfilter_free, shortfilter_init, shortfilter_may_hold
 from bpe._specials cimport Needles, needles_free, needles_point_at, needles_restart, next_special
 from bpe._types cimport offset_t, out_id_t, pack_pair, pair_left, pair_right, pair_t, token_t
@@ -94,6 +96,8 @@ cdef enum:
     CACHE_MAX_ENTRIES = 1 << 18      # then the cache starts afresh: memory stays bounded
     SHORT_CACHE_SLOTS = 1 << 18      # 8 MiB to start with; half as many entries, then it grows ...
     SHORT_CACHE_MAX_SLOTS = 1 << 20  # ... to 32 MiB; then half as many entries, then afresh
+    SHARED_GENERAL_SLOTS = 1 << 19   # a shared general cache's: 4 MiB, for as many entries as a session's own ...
+    SHARED_GENERAL_BYTES = 1 << 25   # ... and 32 MiB of them (both touched only as filled)
     WHOLE_SEGMENT = -1               # "pattern" id: no pre-tokenization
     SCAN_BATCH = 128                 # pre-tokens scanned before they are looked up
     COLD_BATCH = 256                 # ... while the session is cold
@@ -154,6 +158,7 @@ cdef struct Scratch:
     Ids cached           # ids of the other cached pre-tokens, sliced by the cache's values
     Ids held             # a cold batch's misses' ids, until they go in among its hits' (``_encode_cold``)
     BytesTable cache     # their bytes -> (offset in cached) << 16 | count
+    SharedGeneral* general_shared  # a general cache shared behind ``cache`` (``Session.share``), else NULL
     uint64_t cache_era   # how often ``cache`` started afresh: older short-cache markers point at nothing
     # Work arrays for merging one pre-token, grown as needed, each with its own capacity.
     token_t* part_token  # token of the part starting at each byte, -1 once absorbed
@@ -274,6 +279,7 @@ cdef int scratch_init(Scratch* s) noexcept nogil:
     global _sessions_made
     _sessions_made += 1
     s.cache_era = <uint64_t>_sessions_made << 32
+    s.general_shared = NULL
     # The short cache is made on first use (``Session.ready``).
     shortcache_none(&s.short)
     shortcache_none(&s.own_short)
@@ -312,18 +318,24 @@ cdef int scratch_reserve(Scratch* s, int64_t n) noexcept nogil:
     return 0
 
 
-#: Whether sessions can share a short cache here (``SharedShortCache``): where
-#: the compiler offers atomics (GCC and Clang).
+#: Whether sessions can share caches here (``SharedCache``): where the
+#: compiler offers atomics (GCC and Clang).
 SHARED_CACHE_AVAILABLE = bool(CAN_SHARE)
 
 
-cdef class SharedShortCache:
-    """A short cache that several sessions fill and look up at once (see
-    "shared" in ``bpe/_shortcache.pxd``): the workers of one ``encode_file``,
-    each encoding its own chunks, so that a pre-token one merged the other
-    finds. Its size is a session's largest; it never grows, and it starts
-    afresh only when no session uses it (``clear``). A session that would
-    fill it goes back to its own cache for the rest of its call.
+cdef class SharedCache:
+    """Pre-token caches that several sessions fill and look up at once: the
+    workers of one ``encode_file``, each encoding its own chunks, so that a
+    pre-token one merged the other finds.
+
+    A short cache (see "shared" in ``bpe/_shortcache.pxd``), which the
+    sessions use instead of their own: its size is a session's largest; it
+    never grows, and a session that would fill it goes back to its own cache
+    for the rest of its call. And a general cache (``bpe/_sharedgeneral.pxd``),
+    which they ask behind their own general caches and add to: a table of
+    ``general_slots`` slots and ``general_bytes`` of entries (smaller in
+    tests), which takes nothing more at its budget. Both start afresh only
+    when no session uses them (``clear``).
 
     Its pages are left to calloc, zero until first touched, and so faulted in
     by the workers as they probe, not all by the thread that makes it. (Unlike
@@ -332,42 +344,77 @@ cdef class SharedShortCache:
     huge pages, and zeroing it first on one thread measured no faster.)"""
     cdef ShortCache c        # each session that shares it copies this (``Session.share``)
     cdef SharedCount count   # its entries and sharers, as the sessions count them
+    cdef SharedGeneral general
 
-    def __cinit__(self):
+    def __cinit__(self, int64_t general_slots=SHARED_GENERAL_SLOTS, int64_t general_bytes=SHARED_GENERAL_BYTES):
         cdef int64_t n_slots = _short_cache_max_slots
-        cdef void* block = mem_calloc_huge(shortcache_bytes(n_slots))
+        cdef void* block
+        if general_slots < 2 or general_slots & (general_slots - 1) or general_bytes < 64:
+            raise ValueError(f"general_slots must be a power of two >= 2 and general_bytes >= 64, "
+                             f"not {general_slots} and {general_bytes}")
+        shortcache_none(&self.c)
+        self.general.slots = NULL
+        self.general.arena = NULL
+        block = mem_calloc_huge(shortcache_bytes(n_slots))
         if block == NULL:
             raise MemoryError()
         shortcache_place(&self.c, block, n_slots, n_slots)
         self.c.shared = &self.count
         self.count.entries = 0
         self.count.sharers = 0
+        if sharedgeneral_init(&self.general, general_slots, general_bytes) < 0:
+            raise MemoryError()
 
     def __dealloc__(self):
         shortcache_free(&self.c)
+        sharedgeneral_free(&self.general)
 
     @property
     def entries(self):
-        """Its entries, as far as the sessions have added theirs (they add them
-        SHARED_COUNT_EVERY at a time, and all when they stop sharing it)."""
+        """Its short cache's entries, as far as the sessions have added theirs
+        (they add them SHARED_COUNT_EVERY at a time, and all when they stop
+        sharing it)."""
         return read_count(&self.count.entries)
+
+    @property
+    def general_entries(self):
+        """The pieces in its general cache."""
+        return sharedgeneral_read(&self.general.entries)
 
     @property
     def slots(self):
         return self.c.mask + 1
 
     def crowded(self):
-        """Whether it holds three quarters of its budget: then it starts afresh
-        before sessions share it again (``Encoder.sharing_short_cache``)."""
-        return 4 * read_count(&self.count.entries) >= 3 * self.c.max_entries
+        """Whether either cache holds three quarters of its budget: then both
+        start afresh before sessions share them again (``Encoder.sharing_cache``)."""
+        return (4 * read_count(&self.count.entries) >= 3 * self.c.max_entries
+                or 4 * sharedgeneral_read(&self.general.entries) >= 3 * self.general.max_entries
+                or 4 * sharedgeneral_read(&self.general.used) >= 3 * self.general.arena_bytes)
 
     def clear(self):
         """Start afresh. Only while no session shares it."""
         shortcache_clear(&self.c)
         self.count.entries = 0
+        sharedgeneral_clear(&self.general)
+
+    def find_general(self, bytes piece):
+        """For tests: the ids its general cache holds for ``piece``, or None."""
+        cdef int64_t count = 0
+        cdef const out_id_t* ids = sharedgeneral_find(&self.general, <const uint8_t*>piece, len(piece),
+                                                      hash_by_words(<const uint8_t*>piece, len(piece)), &count)
+        return None if ids == NULL else [ids[i] for i in range(count)]
+
+    def store_general(self, bytes piece, ids):
+        """For tests: keep ``ids`` as those of ``piece`` in its general cache, as a
+        session does; whether it holds them now (False at its budget)."""
+        cdef uint32_t[::1] held = np.asarray(ids, dtype=np.uint32)
+        return sharedgeneral_store(&self.general, <const uint8_t*>piece, len(piece),
+                                   hash_by_words(<const uint8_t*>piece, len(piece)),
+                                   <const out_id_t*>&held[0] if held.shape[0] else NULL, held.shape[0])
 
 
-def store_after_a_race(SharedShortCache shared not None, bytes piece, uint32_t piece_id,
+def store_after_a_race(SharedCache shared not None, bytes piece, uint32_t piece_id,
                        bytes taker, uint32_t taker_id):
     """For tests: store ``piece`` (1 to SHORT_KEY_BYTES bytes) as its one id in
     ``shared``, as a session does whose probe found an empty slot that another
@@ -404,16 +451,21 @@ cdef inline bint shared_nearly_full(const ShortCache* c, int64_t inserts) noexce
             + (inserts + SHARED_COUNT_EVERY) * read_count(&c.shared.sharers) >= c.max_entries)
 
 
-cdef bint scratch_unshare(Scratch* s) noexcept nogil:
+cdef void scratch_leave_short(Scratch* s) noexcept nogil:
     """Go back to the session's own short cache (made when next needed, if it
-    has none yet), if it was sharing one: whether it was."""
+    has none yet), if it was sharing one."""
     if s.short.shared == NULL:
-        return False
+        return
     add_count(&s.short.shared.entries, s.short.n_entries)
     add_count(&s.short.shared.sharers, -1)
     s.short = s.own_short
     shortcache_none(&s.own_short)
-    return True
+
+
+cdef void scratch_unshare(Scratch* s) noexcept nogil:
+    """Go back to the session's own caches alone."""
+    scratch_leave_short(s)
+    s.general_shared = NULL
 
 
 cdef int own_short_init(ShortCache* c) noexcept nogil:
@@ -426,12 +478,14 @@ cdef int own_short_init(ShortCache* c) noexcept nogil:
 
 
 cdef void scratch_leave_shared(Scratch* s) noexcept nogil:
-    """``scratch_unshare`` in the middle of a call, its own short cache made now.
-    Out of memory, it goes on with the shared one, which takes no entries past
-    its budget: lookups still find what it holds."""
+    """``scratch_leave_short`` in the middle of a call, its own short cache made
+    now; it goes on asking the shared general cache, which only stops taking
+    pieces at its budget. Out of memory, it goes on with the shared short
+    cache, which takes no entries past its budget: lookups still find what it
+    holds."""
     if s.own_short.slots == NULL and own_short_init(&s.own_short) < 0:
         return
-    scratch_unshare(s)
+    scratch_leave_short(s)
 
 
 cdef class Session:
@@ -445,7 +499,7 @@ cdef class Session:
     never makes one.
     """
     cdef Scratch scratch
-    cdef SharedShortCache shared    # the short cache it shares, kept alive meanwhile; else None
+    cdef SharedCache shared    # the caches it shares, kept alive meanwhile; else None
 
     def __cinit__(self):
         if scratch_init(&self.scratch) < 0:
@@ -461,17 +515,19 @@ cdef class Session:
             raise MemoryError()
         return &self.scratch
 
-    def share(self, SharedShortCache shared not None):
-        """Look up and fill ``shared`` instead of its own short cache until
-        ``unshare`` (or until the kernel finds ``shared`` nearly full)."""
+    def share(self, SharedCache shared not None):
+        """Look up and fill ``shared``'s short cache instead of its own (until
+        the kernel finds it nearly full), and its general cache behind its
+        own, until ``unshare``."""
         self.unshare()
         self.scratch.own_short = self.scratch.short
         self.scratch.short = shared.c
         add_count(&shared.count.sharers, 1)
+        self.scratch.general_shared = &shared.general
         self.shared = shared
 
     def unshare(self):
-        """Go back to its own short cache."""
+        """Go back to its own caches alone."""
         scratch_unshare(&self.scratch)
         self.shared = None
 
@@ -479,6 +535,11 @@ cdef class Session:
     def sharing(self):
         """Whether it uses a shared short cache now."""
         return self.scratch.short.shared != NULL
+
+    @property
+    def sharing_general(self):
+        """Whether it asks a shared general cache now."""
+        return self.scratch.general_shared != NULL
 
     @property
     def cached_pieces(self):
@@ -909,9 +970,13 @@ cdef class EncodeKernel:
         The cache is asked first, and keeps a token's id too: a pre-token met
         again (most long ones are) costs one hash of its words and one probe,
         where the token table wants a hash byte by byte (FNV-1a, for its long
-        tokens' prefixes: see ``_register_splits``) and a probe of its own."""
+        tokens' prefixes: see ``_register_splits``) and a probe of its own.
+        While the session shares a general cache, that is asked next, and
+        what it holds copied into the session's own; what neither holds goes
+        into both."""
         cdef int64_t entry, value, offset, count, before
         cdef uint64_t h = 0
+        cdef const out_id_t* shared_ids
         cdef bint cached = n <= CACHE_MAX_PIECE_BYTES and source != PIECE_NEW_SHORT
         if n == 0:
             return 0
@@ -933,6 +998,14 @@ cdef class EncodeKernel:
                 memcpy(s.out.data + s.out.size, s.cached.data + offset, count * sizeof(out_id_t))
                 s.out.size += count
                 return 0
+            if s.general_shared != NULL:
+                shared_ids = sharedgeneral_find(s.general_shared, piece, n, h, &count)
+                if shared_ids != NULL:
+                    if ids_reserve(&s.out, count) < 0:
+                        return -1
+                    memcpy(s.out.data + s.out.size, shared_ids, count * sizeof(out_id_t))
+                    s.out.size += count
+                    return -1 if self._cache_general(s, piece, n, h, shared_ids, count) < 0 else 0
         before = s.out.size
         entry = -1
         if source == PIECE_ANY:
@@ -943,9 +1016,11 @@ cdef class EncodeKernel:
         elif self._merge(s, piece, n, self.n_ranks, &s.out) < 0:
             return -1
         # (A new short one is the caller's to remember: ``_remember_short``.)
-        if cached and self._cache_general(s, piece, n, h, s.out.data + before, s.out.size - before) < 0:
-            return -1
-        return 0
+        if not cached:
+            return 0
+        if s.general_shared != NULL:
+            sharedgeneral_store(s.general_shared, piece, n, h, s.out.data + before, s.out.size - before)
+        return -1 if self._cache_general(s, piece, n, h, s.out.data + before, s.out.size - before) < 0 else 0
 
     cdef int64_t _cache_general(self, Scratch* s, const uint8_t* piece, int64_t n, uint64_t h,
                                 const out_id_t* ids, int64_t count) noexcept nogil:
@@ -991,10 +1066,16 @@ cdef class EncodeKernel:
         cache, then make ``entry`` the marker that says where: with ``key``, the
         empty slot for it; without, its marker of an earlier era. -1 when out of
         memory, with no marker made (an entry of the key without one would be
-        taken for a pre-token of no ids)."""
-        cdef int64_t offset = self._cache_general(s, piece, n, bytestable_hash(&s.cache, piece, n), ids, count)
+        taken for a pre-token of no ids). While the session shares a general
+        cache, the ids go there too: a session that finds this one's marker
+        in a shared short cache looks for them there (``_encode_short``)."""
+        cdef uint64_t h = bytestable_hash(&s.cache, piece, n)
+        cdef int64_t found
+        cdef int64_t offset = self._cache_general(s, piece, n, h, ids, count)
         if offset < 0:
             return -1
+        if s.general_shared != NULL and sharedgeneral_find(s.general_shared, piece, n, h, &found) == NULL:
+            sharedgeneral_store(s.general_shared, piece, n, h, ids, count)
         if key != NULL:
             shortcache_insert_spilled(&s.short, entry, key, <uint32_t>offset, <uint32_t>count, s.cache_era)
         else:
@@ -1035,8 +1116,9 @@ cdef class EncodeKernel:
                     return 0
                 if (shortcache_spilled_era(entry) >> 32) != (s.cache_era >> 32):
                     # Another session's marker, in a shared table: its place
-                    # is in that session's general cache. This one's own is
-                    # asked (and given the ids if it lacks them); the marker
+                    # is in that session's general cache, and its ids in the
+                    # shared one. This one's own is asked, then the shared
+                    # one (and given the ids if it lacks them); the marker
                     # stays the other's.
                     return -1 if self._encode_piece(s, piece, n, PIECE_ANY) < 0 else 0
                 # The general cache started afresh since: merged again, and the

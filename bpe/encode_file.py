@@ -184,7 +184,7 @@ def _encode_into(tokenizer, chunks, max_chunks, output, tmp_output, settings, nu
     try:
         writer = ChunkWriter(encoder, fd, settings, name=output)
         with progress_bar(progress, total_bytes, "encoding", unit="B") as bar, \
-                (encoder.sharing_short_cache() if num_workers > 1 else contextlib.nullcontext()), \
+                (encoder.sharing_cache() if num_workers > 1 else contextlib.nullcontext()), \
                 contextlib.closing(map_ordered(lambda item: writer.encode(*item), enumerate(chunks),
                                                num_workers)) as results:
             n_tokens, document_starts, digests = _collect(results, writer, bar)

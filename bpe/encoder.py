@@ -14,7 +14,7 @@ from typing import Iterator, Mapping, Optional, Sequence
 
 import numpy as np
 
-from bpe._encode import SHARED_CACHE_AVAILABLE, EncodeKernel, Session, SharedShortCache
+from bpe._encode import SHARED_CACHE_AVAILABLE, EncodeKernel, Session, SharedCache
 from bpe._lists import PrebuiltInts, ids_to_list, ids_to_lists
 from bpe.formats import flatten
 from bpe.patterns import compile_pattern, native_pattern_id, regex_pretokens
@@ -51,8 +51,8 @@ class Encoder:
         self._native = native_pattern_id(pattern)
         self._lock = threading.Lock()
         self._idle_sessions: list = []
-        self._shared_cache = None     # a SharedShortCache, made by the first ``sharing_short_cache``
-        self._sharing = 0             # ``sharing_short_cache`` blocks open
+        self._shared_cache = None     # a SharedCache, made by the first ``sharing_cache``
+        self._sharing = 0             # ``sharing_cache`` blocks open
         self._shared_leases = 0       # sessions lent out that share it
         self._needles_made: dict = {}
 
@@ -98,11 +98,12 @@ class Encoder:
         return _Lease(self)
 
     @contextlib.contextmanager
-    def sharing_short_cache(self) -> Iterator[None]:
-        """A ``with`` block in which every call's session looks up and fills one
-        short cache, shared (``bpe._encode.SharedShortCache``), instead of its
-        own: for threads that encode parts of one corpus at once, each of which
-        would otherwise merge again what the others have merged.
+    def sharing_cache(self) -> Iterator[None]:
+        """A ``with`` block in which every call's session looks up and fills
+        caches shared (``bpe._encode.SharedCache``): one short cache instead of
+        its own, and one general cache behind its own. For threads that encode
+        parts of one corpus at once, each of which would otherwise merge again
+        what the others have merged.
 
         The shared cache is kept for the next block, as sessions keep theirs,
         and starts afresh in one when it is crowded. Where it cannot be made
@@ -110,7 +111,7 @@ class Encoder:
         with self._lock:
             if self._shared_cache is None:
                 try:
-                    self._shared_cache = SharedShortCache() if SHARED_CACHE_AVAILABLE else None
+                    self._shared_cache = SharedCache() if SHARED_CACHE_AVAILABLE else None
                 except MemoryError:
                     pass                   # sessions keep their own; the next block tries again
             elif self._sharing == 0 and self._shared_leases == 0 and self._shared_cache.crowded():
@@ -221,7 +222,7 @@ class Encoder:
 
 class _Lease:
     """``Encoder._session``: a pooled session, lent for a ``with`` block, sharing
-    the encoder's shared short cache while a ``sharing_short_cache`` block is
+    the encoder's shared caches while a ``sharing_cache`` block is
     open. A plain class, not a generator-based context manager: that cost 2 us
     a call, a seventh of encoding a short document."""
 

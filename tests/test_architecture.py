@@ -27,8 +27,8 @@ LAYERS = [
     "pure", "view",                                                  # the oracle, seeing tokens
     "chunking", "specials", "patterns", "files", "workers", "progress", "errors",   # rules, tools
     "_train", "_rankfile", "_encode", "_lists", "_scanner", "unicode",   # kernels
-    "_shortcache", "_shortfilter", "_bytestable", "_pairranks", "_pairmap", "_specials", "_utf8", "_checks",  # kernel
-    "_types", "_memory",                                                                    # headers
+    "_shortcache", "_sharedgeneral", "_shortfilter", "_bytestable", "_pairranks", "_pairmap",    # kernel
+    "_specials", "_utf8", "_checks", "_types", "_memory",                                      # headers
 ]
 
 CYTHON_IMPORT = re.compile(r"^\s*(?:from\s+bpe(?:\.(\w+))?\s+c?import\s+([\w, ()]+)|(?:c?import)\s+bpe\.(\w+))",

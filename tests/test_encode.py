@@ -883,7 +883,7 @@ def test_sessions_sharing_a_short_cache_find_what_the_other_cached(pair, miss_pa
     pieces = varied_pieces(reference, 21)
     texts = ["".join(pieces[k::3]) for k in range(3)]
     first, second = Session(), Session()
-    with tok.encoder.sharing_short_cache():
+    with tok.encoder.sharing_cache():
         for text in texts:
             expected = reference.encode_ordinary(text)
             assert encode_with(tok, first, text) == expected
@@ -913,7 +913,7 @@ def test_threads_sharing_a_short_cache_get_the_ids_of_one_thread(pair, sizes):
     with small_short_caches(*sizes) if sizes else contextlib.nullcontext():
         tok.clear_cache()
         for _ in range(2):
-            with tok.encoder.sharing_short_cache():
+            with tok.encoder.sharing_cache():
                 assert tok.encode_batch(texts, num_threads=2) == expected
         shared = tok.encoder._shared_cache
         assert shared.entries > 0 and (sizes is None or shared.slots == sizes[1])
@@ -928,9 +928,9 @@ def test_a_store_that_lost_its_slot_to_another_session():
     # another session took that slot: for another pre-token (the store goes
     # on to the next empty slot) or for the same one (nothing is stored: the
     # other's entry serves). Forced here; threads meet it only by chance.
-    from bpe._encode import SharedShortCache, store_after_a_race
+    from bpe._encode import SharedCache, store_after_a_race
 
-    shared = SharedShortCache()
+    shared = SharedCache()
     assert store_after_a_race(shared, b" cat", 7, b" dog", 8) == (True, 7, 1)
     assert store_after_a_race(shared, b" emu", 9, b" emu", 10) == (False, 10, 0)
     assert shared.entries == 3
@@ -948,23 +948,134 @@ def test_the_shared_cache_starts_afresh_when_crowded_and_none_shares_it():
     text = " " + " ".join("".join(rng.choice(letters, size=6)) for _ in range(3000))
     expected = reference.encode_ordinary(text)
     with small_short_caches(16, 1 << 12):
-        with tok.encoder.sharing_short_cache():
+        with tok.encoder.sharing_cache():
             assert tok.encode_ordinary(text) == expected
         shared = tok.encoder._shared_cache
         assert shared.crowded()
         with contextlib.ExitStack() as lease_out:
-            with tok.encoder.sharing_short_cache():
+            with tok.encoder.sharing_cache():
                 session = lease_out.enter_context(tok.encoder._session())
                 assert session.sharing
             entries = shared.entries
-            with tok.encoder.sharing_short_cache():   # crowded, but a session shares it
+            with tok.encoder.sharing_cache():   # crowded, but a session shares it
                 assert shared.entries == entries
         assert not session.sharing
-        with tok.encoder.sharing_short_cache():       # crowded, and none shares it
+        with tok.encoder.sharing_cache():       # crowded, and none shares it
             assert tok.encoder._shared_cache is shared and shared.entries == 0
             assert tok.encode_ordinary(text) == expected
     tok.clear_cache()
     assert tok.encoder._shared_cache is None
+
+
+def long_pieces(seed, count):
+    """Pre-tokens too long for a short cache (16 to 40 letters, a space first),
+    each met twice or more in a text of them: the general cache's pieces."""
+    rng = np.random.default_rng(seed)
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+    return [" " + "".join(rng.choice(letters, size=int(rng.integers(16, 41)))) for _ in range(count)]
+
+
+def test_sessions_sharing_a_general_cache_find_what_the_other_merged(pair, miss_path):
+    # Two sessions in turn, in one sharing block: the first merges long
+    # pre-tokens, and short ones of five ids or more (spilled: the shared
+    # short cache holds its marker), into its own general cache and the
+    # shared one; the second, its own general cache empty, finds every one
+    # in the shared one (``test_a_session_takes_the_ids_the_shared_general_cache_holds``
+    # forces that path).
+    tok, reference = pair
+    pieces = long_pieces(31, 200) + varied_pieces(reference, 32)
+    rng = np.random.default_rng(33)
+    text = "".join(rng.choice(pieces, size=1200))
+    expected = reference.encode_ordinary(text)
+    first, second = Session(), Session()
+    tok.clear_cache()
+    with tok.encoder.sharing_cache():
+        shared = tok.encoder._shared_cache
+        assert encode_with(tok, first, text) == expected
+        held = shared.general_entries
+        assert held >= 200
+        assert encode_with(tok, second, text) == expected
+        assert shared.general_entries == held
+        assert encode_with(tok, second, text) == expected
+    assert not first.sharing_general and not second.sharing_general      # each call's lease ended it
+    assert second.cached_pieces >= 200        # it copied what it found into its own
+    tok.clear_cache()
+
+
+def test_a_session_takes_the_ids_the_shared_general_cache_holds():
+    # Forced: ids put in the shared general cache are what a sharing session
+    # writes for a pre-token its own caches lack: a long one; and a short one
+    # of more ids than fit inline, whose marker in the shared short cache is
+    # another session's (the other merged it, the shared ids already there,
+    # and kept its own ids in its own general cache). A session that does
+    # not share merges both.
+    tok = bpe.load("gpt2")
+    long, short = " " + "unbelievable" * 2, " qxzjkvwy"
+    merged_long, merged_short = tok.encode_ordinary(long), tok.encode_ordinary(short)
+    assert len(set(merged_short)) == len(merged_short) > 4     # neither inline nor a run
+    first, second = Session(), Session()
+    tok.clear_cache()
+    with tok.encoder.sharing_cache():
+        shared = tok.encoder._shared_cache
+        assert shared.store_general(long.encode(), [7, 8, 9])
+        assert shared.store_general(short.encode(), [1, 2, 3, 4, 5])
+        assert encode_with(tok, first, "a" + long) == tok.encode_ordinary("a") + [7, 8, 9]
+        assert encode_with(tok, first, "a" + short) == tok.encode_ordinary("a") + merged_short
+        assert encode_with(tok, second, "a" + short) == tok.encode_ordinary("a") + [1, 2, 3, 4, 5]
+    tok.clear_cache()
+    assert tok.encode_ordinary("a" + long + short) == tok.encode_ordinary("a") + merged_long + merged_short
+
+
+@pytest.mark.parametrize("general", [None, (64, 2048)], ids=["default sizes", "small: it fills"])
+def test_threads_sharing_a_general_cache_get_the_ids_of_one_thread(pair, general):
+    # Two threads encode at once, each storing what the other may be storing
+    # (the same key into one slot: one is kept) and finding entries the other
+    # has just published. Made small, the shared general cache reaches its
+    # budget (slots, then bytes) within the texts and takes nothing more: the
+    # sessions keep the rest in their own.
+    from bpe._encode import SharedCache
+
+    tok, reference = pair
+    long = long_pieces(34, 3000)
+    pieces = long + varied_pieces(reference, 35)
+    rng = np.random.default_rng(36)
+    texts = ["".join(rng.choice(pieces, size=600)) for _ in range(24)]
+    expected = [reference.encode_ordinary(text) for text in texts]
+    tok.clear_cache()
+    if general:
+        tok.encoder._shared_cache = SharedCache(*general)
+    for _ in range(2):
+        with tok.encoder.sharing_cache():
+            assert tok.encode_batch(texts, num_threads=2) == expected
+    shared = tok.encoder._shared_cache
+    if general:
+        assert 0 < shared.general_entries <= general[0] // 2 and shared.crowded()
+    else:       # each long one once, and short ones of five ids or more
+        assert len(set(long)) <= shared.general_entries <= len(set(pieces))
+    tok.clear_cache()
+
+
+def test_the_shared_general_cache_keeps_one_entry_a_key_within_its_budget():
+    from bpe._encode import SharedCache
+
+    shared = SharedCache(general_slots=8, general_bytes=1024)
+    keys = [b" " + bytes([ord("a") + k]) * (16 + k) for k in range(5)]
+    assert shared.find_general(keys[0]) is None
+    for k, key in enumerate(keys[:4]):          # 8 slots: homes shared, probes go on
+        assert shared.store_general(key, list(range(k, k + 3 + k)))
+        assert shared.store_general(keys[0], [99]) == (k < 3)   # there already: kept as it was
+    assert shared.general_entries == 4
+    assert [shared.find_general(key) for key in keys[:4]] == [list(range(k, k + 3 + k)) for k in range(4)]
+    assert not shared.store_general(keys[4], [1])      # half the slots: its budget
+    assert shared.find_general(keys[4]) is None and shared.crowded()
+    shared.clear()
+    assert shared.general_entries == 0 and shared.find_general(keys[0]) is None and not shared.crowded()
+    small = SharedCache(general_slots=64, general_bytes=64)     # room for one entry of these
+    assert small.store_general(keys[0], [1, 2, 3])
+    assert not small.store_general(keys[1], [1])
+    assert small.find_general(keys[0]) == [1, 2, 3] and small.find_general(keys[1]) is None
+    with pytest.raises(ValueError, match="power of two"):
+        SharedCache(general_slots=100)
 
 
 def test_the_kernel_finds_ranked_tokens_by_sparse_ids_too(miss_path):

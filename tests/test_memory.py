@@ -18,6 +18,7 @@ import pytest
 
 import bpe
 from bpe import _memory, _scanner, _train
+from bpe._encode import Session
 from bpe.encoder import Encoder
 
 from conftest import random_corpus, small_short_caches
@@ -103,29 +104,36 @@ def test_encoding_fails_cleanly_and_sessions_stay_whole(name, short_cache):
         tok.clear_cache()
 
 
-def test_encoding_in_a_shared_short_cache_fails_cleanly():
-    # Sharing allocates too: the shared cache (without it, sessions keep
-    # their own), and a session's own cache when it goes back to it, made
+def test_encoding_in_shared_caches_fails_cleanly():
+    # Sharing allocates too: the shared caches (without them, sessions keep
+    # their own), a session's own short cache when it goes back to it, made
     # small here so that it does within the text (without it, the session
-    # goes on in the shared one, which takes no more entries).
+    # goes on in the shared one, which takes no more entries), and the copy
+    # a second session keeps of what it finds in the shared general cache:
+    # the long words the first merged.
     tok = bpe.load("gpt2")
-    text = random_corpus(8, n_words=3000, special="<|endoftext|>")
+    rng = np.random.default_rng(9)
+    long_words = [" " + "".join(rng.choice(list("abcdefghij"), size=20)) for _ in range(40)]
+    text = random_corpus(8, n_words=3000, special="<|endoftext|>") + "".join(long_words)
     texts = [text[i:i + 2000] for i in range(0, len(text), 2000)]
     expected = tok.encode_batch(texts, num_threads=1)
 
     def encode_sharing():
         tok.clear_cache()
-        with tok.encoder.sharing_short_cache():
-            return tok.encode_batch(texts, num_threads=1)
+        with tok.encoder.sharing_cache():
+            first = tok.encode_batch(texts, num_threads=1)
+            tok.encoder._idle_sessions.append(Session())      # lent next: its own caches empty
+            return first, tok.encode_batch(texts[-2:], num_threads=1)
 
     try:
         with small_short_caches(16, 1 << 10):
-            assert encode_sharing() == expected
+            assert encode_sharing() == (expected, expected[-2:])
+            assert tok.encoder._shared_cache.general_entries >= len(long_words)
             assert tok.encoder._idle_sessions[0].short_cache_slots > 0      # it went back to its own
             for n in failure_points(encode_sharing, dense=100, spread=30):
                 result, _ = with_failure_at(n, encode_sharing)
-                assert result is MemoryError or result == expected, n
-                with tok.encoder.sharing_short_cache():
+                assert result is MemoryError or result == (expected, expected[-2:]), n
+                with tok.encoder.sharing_cache():
                     assert tok.encode_batch(texts, num_threads=1) == expected, n
     finally:
         tok.clear_cache()
@@ -227,7 +235,6 @@ def test_every_kernel_entry_checks_its_offsets():
     encoder = bpe.load("gpt2").encoder
     with pytest.raises(ValueError, match=r"offset 2 \(2\) is below offset 1 \(4\)"):
         encoder._kernel.split_ranked(data, bad)
-    from bpe._encode import Session
     with pytest.raises(ValueError, match=r"text offsets: offset 2 \(2\) is below offset 1 \(4\)"):
         encoder._kernel.encode_texts(Session(), data, bad, 0, [], np.empty(0, np.uint32))
     from bpe._lists import PrebuiltInts, ids_to_lists

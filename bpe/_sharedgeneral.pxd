@@ -1,0 +1,189 @@
+# A general cache that several sessions fill and look up at once: the pieces a
+# short cache cannot hold (pre-tokens longer than SHORT_KEY_BYTES, and short
+# ones of more ids than fit inline), behind each session's own general cache.
+#
+# Why: the workers of one ``encode_file`` share a short cache, but each kept
+# its long pre-tokens to itself, so a long one both met was merged by both.
+# On prose that is some 37 000 pieces a run, and with o200k, whose long
+# pre-tokens (mostly CJK runs) take about 27 merges each, some 55 ms of CPU
+# in 0.85 s. A session asks this table only when its own general cache
+# misses, and copies what it finds there into its own: the hit path of a
+# session is what it was.
+#
+# Shape: a table of 8-byte slots and an arena of entries, both of a fixed
+# size, never grown or moved while shared (readers hold no lock). A slot is 0
+# while empty, else the top TAG_BITS of the key's hash over the entry's place
+# in the arena, in words. An entry is a header word (key length << 32 | id
+# count), the key bytes padded to a word, then the ids.
+#
+# Storing: the entry's room is taken from the arena with an atomic add, the
+# entry written there, then published by a compare-and-swap of an empty slot
+# (release). A probe loads each slot with acquire, so a slot it finds always
+# has its entry written. If the swap fails, the slot's new value is compared
+# like any other: the same key stored by another session ends the store (its
+# room in the arena is left unused), another key sends it on. Slots are never
+# rewritten. When the arena or the slots are at their budget, stores do
+# nothing: the sessions keep such pieces in their own caches. It starts
+# afresh (``sharedgeneral_clear``) only while no session shares it.
+from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
+from libc.string cimport memcmp, memcpy, memset
+
+from bpe._memory cimport mem_calloc_huge, mem_free
+from bpe._types cimport out_id_t
+
+
+cdef extern from *:
+    """
+    #define SHAREDGENERAL_TAG_SHIFT 40
+    #define SHAREDGENERAL_PLACE_MASK ((1ULL << 40) - 1)
+    #if defined(__GNUC__)
+    static inline uint64_t sharedgeneral_load(const uint64_t *slot) {
+        return __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    }
+    /* Publish `value` in `slot` if it is still empty; else leave in *seen
+       what it holds. */
+    static inline int sharedgeneral_publish(uint64_t *slot, uint64_t value, uint64_t *seen) {
+        *seen = 0;
+        return __atomic_compare_exchange_n(slot, seen, value, 0, __ATOMIC_RELEASE, __ATOMIC_ACQUIRE);
+    }
+    static inline int64_t sharedgeneral_take(int64_t *counter, int64_t n) {
+        return __atomic_fetch_add(counter, n, __ATOMIC_RELAXED);
+    }
+    static inline int64_t sharedgeneral_read(const int64_t *counter) {
+        return __atomic_load_n(counter, __ATOMIC_RELAXED);
+    }
+    #else
+    static inline uint64_t sharedgeneral_load(const uint64_t *slot) { return *slot; }
+    static inline int sharedgeneral_publish(uint64_t *slot, uint64_t value, uint64_t *seen) {
+        *seen = *slot;
+        if (*seen) return 0;
+        *slot = value;
+        return 1;
+    }
+    static inline int64_t sharedgeneral_take(int64_t *counter, int64_t n) {
+        int64_t before = *counter;
+        *counter += n;
+        return before;
+    }
+    static inline int64_t sharedgeneral_read(const int64_t *counter) { return *counter; }
+    #endif
+    """
+    int TAG_SHIFT "SHAREDGENERAL_TAG_SHIFT"
+    uint64_t PLACE_MASK "SHAREDGENERAL_PLACE_MASK"
+    uint64_t sharedgeneral_load(const uint64_t* slot) noexcept nogil
+    bint sharedgeneral_publish(uint64_t* slot, uint64_t value, uint64_t* seen) noexcept nogil
+    int64_t sharedgeneral_take(int64_t* counter, int64_t n) noexcept nogil
+    int64_t sharedgeneral_read(const int64_t* counter) noexcept nogil
+
+
+cdef struct SharedGeneral:
+    uint64_t* slots          # 0, or (hash >> TAG_SHIFT) << TAG_SHIFT | the entry's place in words
+    int64_t mask             # number of slots - 1 (a power of two)
+    uint8_t* arena           # the entries, each at a word boundary
+    int64_t arena_bytes
+    int64_t used             # bytes of the arena taken (atomic): from 8, so that no place is 0
+    int64_t entries          # entries published, and being stored (atomic)
+    int64_t max_entries      # half the slots: probes stay short and always end
+
+
+cdef inline int sharedgeneral_init(SharedGeneral* g, int64_t n_slots, int64_t arena_bytes) noexcept nogil:
+    """An empty table of ``n_slots`` (a power of two) and an arena of
+    ``arena_bytes``, both zero until first touched (calloc). -1 when out of
+    memory (then nothing is held)."""
+    g.slots = <uint64_t*>mem_calloc_huge(n_slots * sizeof(uint64_t))
+    g.arena = <uint8_t*>mem_calloc_huge(arena_bytes)
+    if g.slots == NULL or g.arena == NULL:
+        sharedgeneral_free(g)
+        return -1
+    g.mask = n_slots - 1
+    g.arena_bytes = arena_bytes
+    g.used = 8
+    g.entries = 0
+    g.max_entries = n_slots // 2
+    return 0
+
+
+cdef inline void sharedgeneral_free(SharedGeneral* g) noexcept nogil:
+    mem_free(g.slots)
+    mem_free(g.arena)
+    g.slots = NULL
+    g.arena = NULL
+
+
+cdef inline void sharedgeneral_clear(SharedGeneral* g) noexcept nogil:
+    """Start afresh. Only while no session shares it."""
+    memset(g.slots, 0, (g.mask + 1) * sizeof(uint64_t))
+    g.used = 8
+    g.entries = 0
+
+
+cdef inline int64_t _entry_bytes(int64_t n, int64_t count) noexcept nogil:
+    """An entry's bytes: its header, its key padded to a word, its ids, to a word."""
+    return (8 + ((n + 7) & ~7) + count * <int64_t>sizeof(out_id_t) + 7) & ~7
+
+
+cdef inline const out_id_t* _entry_ids(const uint8_t* entry, const uint8_t* piece, int64_t n,
+                                       int64_t* count) noexcept nogil:
+    """The ids of ``entry`` if its key is ``piece[:n]`` (their number in
+    ``count``), else NULL."""
+    cdef uint64_t header
+    memcpy(&header, entry, 8)
+    if <int64_t>(header >> 32) != n or memcmp(entry + 8, piece, n) != 0:
+        return NULL
+    count[0] = <int64_t>(header & 0xFFFFFFFFULL)
+    return <const out_id_t*>(entry + 8 + ((n + 7) & ~7))
+
+
+cdef inline const out_id_t* sharedgeneral_find(const SharedGeneral* g, const uint8_t* piece, int64_t n,
+                                               uint64_t h, int64_t* count) noexcept nogil:
+    """The ids of ``piece[:n]`` (``h`` its hash, by words), their number in
+    ``count``; NULL when it is not here."""
+    cdef uint64_t tag = (h >> TAG_SHIFT) << TAG_SHIFT
+    cdef int64_t i = <int64_t>(h & <uint64_t>g.mask)
+    cdef uint64_t slot
+    cdef const out_id_t* ids
+    while True:
+        slot = sharedgeneral_load(&g.slots[i])
+        if slot == 0:
+            return NULL
+        if slot & ~PLACE_MASK == tag:
+            ids = _entry_ids(g.arena + 8 * (slot & PLACE_MASK), piece, n, count)
+            if ids != NULL:
+                return ids
+        i = (i + 1) & g.mask
+
+
+cdef inline bint sharedgeneral_store(SharedGeneral* g, const uint8_t* piece, int64_t n, uint64_t h,
+                                     const out_id_t* ids, int64_t count) noexcept nogil:
+    """Keep ``ids[:count]`` as the ids of ``piece[:n]`` (``h`` its hash, by
+    words), unless it is here already. False when the table is at its budget
+    and nothing was stored."""
+    cdef uint64_t tag = (h >> TAG_SHIFT) << TAG_SHIFT
+    cdef int64_t size = _entry_bytes(n, count)
+    cdef int64_t place, i
+    cdef uint64_t header, seen, value
+    cdef int64_t found
+    cdef uint8_t* entry
+    # The entry is counted first, a place reserved, and uncounted if it is
+    # not stored: sessions storing at once never pass the budget together.
+    if sharedgeneral_take(&g.entries, 1) >= g.max_entries:
+        sharedgeneral_take(&g.entries, -1)
+        return False
+    place = sharedgeneral_take(&g.used, size)
+    if place + size > g.arena_bytes:
+        sharedgeneral_take(&g.entries, -1)
+        return False
+    entry = g.arena + place
+    header = (<uint64_t>n << 32) | <uint64_t>count
+    memcpy(entry, &header, 8)
+    memcpy(entry + 8, piece, n)
+    memcpy(entry + 8 + ((n + 7) & ~7), ids, count * sizeof(out_id_t))
+    value = tag | <uint64_t>(place // 8)
+    i = <int64_t>(h & <uint64_t>g.mask)
+    while True:
+        if sharedgeneral_publish(&g.slots[i], value, &seen):
+            return True
+        if seen & ~PLACE_MASK == tag and _entry_ids(g.arena + 8 * (seen & PLACE_MASK), piece, n, &found) != NULL:
+            sharedgeneral_take(&g.entries, -1)
+            return True
+        i = (i + 1) & g.mask
