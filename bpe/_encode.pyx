@@ -158,7 +158,6 @@ cdef struct Scratch:
     Ids cached           # ids of the other cached pre-tokens, sliced by the cache's values
     Ids held             # a cold batch's misses' ids, until they go in among its hits' (``_encode_cold``)
     BytesTable cache     # their bytes -> (offset in cached) << 16 | count
-    SharedGeneral* general_shared  # a general cache shared behind ``cache`` (``Session.share``), else NULL
     uint64_t cache_era   # how often ``cache`` started afresh: older short-cache markers point at nothing
     # Work arrays for merging one pre-token, grown as needed, each with its own capacity.
     token_t* part_token  # token of the part starting at each byte, -1 once absorbed
@@ -170,6 +169,7 @@ cdef struct Scratch:
     int64_t prev_capacity
     int64_t heap_capacity
     Py_ssize_t missed    # pre-tokens of the last batch in neither session cache: a cold session's sign
+    SharedGeneral* general_shared  # a general cache shared behind ``cache`` (``Session.share``), else NULL
 
 
 # The short cache's first and largest sizes for sessions made from now on:
