@@ -407,7 +407,8 @@ cdef class SharedCache:
 
     def store_general(self, bytes piece, ids):
         """For tests: keep ``ids`` as those of ``piece`` in its general cache, as a
-        session does; whether it holds them now (False at its budget)."""
+        session does; whether it holds ``piece`` now (False for a new one at its
+        budget)."""
         cdef uint32_t[::1] held = np.asarray(ids, dtype=np.uint32)
         return sharedgeneral_store(&self.general, <const uint8_t*>piece, len(piece),
                                    hash_by_words(<const uint8_t*>piece, len(piece)),
@@ -976,7 +977,6 @@ cdef class EncodeKernel:
         into both."""
         cdef int64_t entry, value, offset, count, before
         cdef uint64_t h = 0
-        cdef const out_id_t* shared_ids
         cdef bint cached = n <= CACHE_MAX_PIECE_BYTES and source != PIECE_NEW_SHORT
         if n == 0:
             return 0
@@ -999,13 +999,9 @@ cdef class EncodeKernel:
                 s.out.size += count
                 return 0
             if s.general_shared != NULL:
-                shared_ids = sharedgeneral_find(s.general_shared, piece, n, h, &count)
-                if shared_ids != NULL:
-                    if ids_reserve(&s.out, count) < 0:
-                        return -1
-                    memcpy(s.out.data + s.out.size, shared_ids, count * sizeof(out_id_t))
-                    s.out.size += count
-                    return -1 if self._cache_general(s, piece, n, h, shared_ids, count) < 0 else 0
+                count = self._from_shared_general(s, piece, n, h)
+                if count != 0:
+                    return -1 if count < 0 else 0
         before = s.out.size
         entry = -1
         if source == PIECE_ANY:
@@ -1016,20 +1012,37 @@ cdef class EncodeKernel:
         elif self._merge(s, piece, n, self.n_ranks, &s.out) < 0:
             return -1
         # (A new short one is the caller's to remember: ``_remember_short``.)
-        if not cached:
+        if cached and self._cache_general(s, piece, n, h, s.out.data + before, s.out.size - before, True) < 0:
+            return -1
+        return 0
+
+    cdef int _from_shared_general(self, Scratch* s, const uint8_t* piece, int64_t n, uint64_t h) noexcept nogil:
+        """Append the ids the shared general cache holds for ``piece`` (``h`` its
+        hash), if it holds them, and keep them in the session's own: their
+        number (0 when it does not), or -1 when out of memory. (Apart from
+        ``_encode_piece``, whose hits do not pass here, to keep its code as
+        it was for sessions that do not share.)"""
+        cdef int64_t count = 0
+        cdef const out_id_t* ids = sharedgeneral_find(s.general_shared, piece, n, h, &count)
+        if ids == NULL:
             return 0
-        if s.general_shared != NULL:
-            sharedgeneral_store(s.general_shared, piece, n, h, s.out.data + before, s.out.size - before)
-        return -1 if self._cache_general(s, piece, n, h, s.out.data + before, s.out.size - before) < 0 else 0
+        if ids_reserve(&s.out, count) < 0:
+            return -1
+        memcpy(s.out.data + s.out.size, ids, count * sizeof(out_id_t))
+        s.out.size += count
+        return -1 if self._cache_general(s, piece, n, h, ids, count, False) < 0 else <int>count
 
     cdef int64_t _cache_general(self, Scratch* s, const uint8_t* piece, int64_t n, uint64_t h,
-                                const out_id_t* ids, int64_t count) noexcept nogil:
+                                const out_id_t* ids, int64_t count, bint share) noexcept nogil:
         """Keep ``ids[:count]`` as the ids of ``piece`` (``h`` its hash in the cache) in the
-        session's general cache, started afresh at its budget (a new era). Returns
+        session's general cache, started afresh at its budget (a new era), and,
+        with ``share``, in the general cache it shares, if any. Returns
         where in ``s.cached`` the ids went, or -1 when out of memory. (At most
         CACHE_MAX_ENTRIES pieces of CACHE_MAX_PIECE_BYTES: 2^26 ids, so a place
         fits in 32 bits.)"""
         cdef int64_t offset
+        if share and s.general_shared != NULL:
+            sharedgeneral_store(s.general_shared, piece, n, h, ids, count)
         if s.cache.n_entries >= CACHE_MAX_ENTRIES:
             bytestable_clear(&s.cache)
             s.cached.size = 0
@@ -1069,13 +1082,9 @@ cdef class EncodeKernel:
         taken for a pre-token of no ids). While the session shares a general
         cache, the ids go there too: a session that finds this one's marker
         in a shared short cache looks for them there (``_encode_short``)."""
-        cdef uint64_t h = bytestable_hash(&s.cache, piece, n)
-        cdef int64_t found
-        cdef int64_t offset = self._cache_general(s, piece, n, h, ids, count)
+        cdef int64_t offset = self._cache_general(s, piece, n, bytestable_hash(&s.cache, piece, n), ids, count, True)
         if offset < 0:
             return -1
-        if s.general_shared != NULL and sharedgeneral_find(s.general_shared, piece, n, h, &found) == NULL:
-            sharedgeneral_store(s.general_shared, piece, n, h, ids, count)
         if key != NULL:
             shortcache_insert_spilled(&s.short, entry, key, <uint32_t>offset, <uint32_t>count, s.cache_era)
         else:

@@ -16,13 +16,14 @@
 # in the arena, in words. An entry is a header word (key length << 32 | id
 # count), the key bytes padded to a word, then the ids.
 #
-# Storing: the entry's room is taken from the arena with an atomic add, the
-# entry written there, then published by a compare-and-swap of an empty slot
-# (release). A probe loads each slot with acquire, so a slot it finds always
-# has its entry written. If the swap fails, the slot's new value is compared
-# like any other: the same key stored by another session ends the store (its
-# room in the arena is left unused), another key sends it on. Slots are never
-# rewritten. When the arena or the slots are at their budget, stores do
+# Storing: a key not found (up to the first empty slot) is counted, its
+# entry's room taken from the arena with an atomic add, the entry written
+# there, then published by a compare-and-swap of an empty slot (release). A
+# probe loads each slot with acquire, so a slot it finds always has its entry
+# written. If the swap fails, the slot's new value is compared like any
+# other: the same key, stored by another session meanwhile, ends the store
+# (its room in the arena is left unused), another key sends it on. Slots are
+# never rewritten. When the arena or the slots are at their budget, stores do
 # nothing: the sessions keep such pieces in their own caches. It starts
 # afresh (``sharedgeneral_clear``) only while no session shares it.
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
@@ -160,10 +161,20 @@ cdef inline bint sharedgeneral_store(SharedGeneral* g, const uint8_t* piece, int
     and nothing was stored."""
     cdef uint64_t tag = (h >> TAG_SHIFT) << TAG_SHIFT
     cdef int64_t size = _entry_bytes(n, count)
-    cdef int64_t place, i
+    cdef int64_t place
+    cdef int64_t i = <int64_t>(h & <uint64_t>g.mask)
     cdef uint64_t header, seen, value
     cdef int64_t found
     cdef uint8_t* entry
+    # Probed first, so that a key here already takes no room: from the first
+    # empty slot on, the swaps below see what others store meanwhile.
+    while True:
+        seen = sharedgeneral_load(&g.slots[i])
+        if seen == 0:
+            break
+        if seen & ~PLACE_MASK == tag and _entry_ids(g.arena + 8 * (seen & PLACE_MASK), piece, n, &found) != NULL:
+            return True
+        i = (i + 1) & g.mask
     # The entry is counted first, a place reserved, and uncounted if it is
     # not stored: sessions storing at once never pass the budget together.
     if sharedgeneral_take(&g.entries, 1) >= g.max_entries:
@@ -179,7 +190,6 @@ cdef inline bint sharedgeneral_store(SharedGeneral* g, const uint8_t* piece, int
     memcpy(entry + 8, piece, n)
     memcpy(entry + 8 + ((n + 7) & ~7), ids, count * sizeof(out_id_t))
     value = tag | <uint64_t>(place // 8)
-    i = <int64_t>(h & <uint64_t>g.mask)
     while True:
         if sharedgeneral_publish(&g.slots[i], value, &seen):
             return True

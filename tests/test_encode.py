@@ -1063,7 +1063,7 @@ def test_the_shared_general_cache_keeps_one_entry_a_key_within_its_budget():
     assert shared.find_general(keys[0]) is None
     for k, key in enumerate(keys[:4]):          # 8 slots: homes shared, probes go on
         assert shared.store_general(key, list(range(k, k + 3 + k)))
-        assert shared.store_general(keys[0], [99]) == (k < 3)   # there already: kept as it was
+        assert shared.store_general(keys[0], [99])     # there already (even at its budget): kept as it was
     assert shared.general_entries == 4
     assert [shared.find_general(key) for key in keys[:4]] == [list(range(k, k + 3 + k)) for k in range(4)]
     assert not shared.store_general(keys[4], [1])      # half the slots: its budget
