@@ -30,20 +30,20 @@ from bpe._bytestable cimport (FNV_OFFSET, FNV_PRIME, BytesTable, bytestable_add,
                               bytestable_init_sized, bytestable_slot, hash_bytes, slot_entry)
 from bpe._checks cimport check_ids, check_offsets
 from bpe._lists cimport PrebuiltInts, ids_list, lists_of_ids
-from bpe._memory cimport (empty_written_once, grow, mem_alloc, mem_calloc_huge, mem_free, next_capacity, prefetch,
-                          reserve_fresh)
+from bpe._memory cimport (CAN_SHARE, add_count, empty_written_once, grow, mem_alloc, mem_calloc_huge, mem_free,
+                          next_capacity, prefetch, read_count, reserve_fresh)
 from bpe._pairranks cimport (PairRanks, byte_pair_rank, pair_rank, pairranks_add, pairranks_bytes,
                              pairranks_fill_bytes, pairranks_free, pairranks_init, pairranks_prefetch)
 from bpe._scanner cimport FILL_SLACK, Scanner, check_pattern, scanner_fill, scanner_init
-from bpe._shortcache cimport (CAN_SHARE, INLINE_IDS, SHARED_COUNT_EVERY, SHORT_KEY_BYTES, BatchKey, SharedCount,
-                              ShortCache, ShortEntry, ShortKey, add_count, batch_key_hashed, copy_ids, count_ids,
-                              pair_holding, read_count, run_start, short_key, short_keys, shortcache_bytes,
+from bpe._shortcache cimport (INLINE_IDS, SHARED_COUNT_EVERY, SHORT_KEY_BYTES, BatchKey, SharedCount, ShortCache,
+                              ShortEntry, ShortKey, batch_key_hashed, copy_ids, count_ids, pair_holding, run_start,
+                              short_key, short_keys, shortcache_bytes,
                               shortcache_clear, shortcache_free, shortcache_holds, shortcache_home, shortcache_init,
                               shortcache_insert, shortcache_insert_run, shortcache_insert_spilled,
                               shortcache_make_room, shortcache_mark_spilled, shortcache_none, shortcache_place,
                               shortcache_run, shortcache_slot, shortcache_spilled, shortcache_spilled_era, write_run)
 from bpe._sharedgeneral cimport (SharedGeneral, sharedgeneral_clear, sharedgeneral_find, sharedgeneral_free,
-                                  sharedgeneral_init, sharedgeneral_read, sharedgeneral_store)
+                                  sharedgeneral_init, sharedgeneral_store)
 from bpe._shortfilter cimport ShortFilter, shortfilter_add, shortfilter_free, shortfilter_init, shortfilter_may_hold
 from bpe._specials cimport Needles, needles_free, needles_point_at, needles_restart, next_special
 from bpe._types cimport offset_t, out_id_t, pack_pair, pair_left, pair_right, pair_t, token_t
@@ -379,7 +379,7 @@ cdef class SharedCache:
     @property
     def general_entries(self):
         """The pieces in its general cache."""
-        return sharedgeneral_read(&self.general.entries)
+        return read_count(&self.general.entries)
 
     @property
     def slots(self):
@@ -389,8 +389,8 @@ cdef class SharedCache:
         """Whether either cache holds three quarters of its budget: then both
         start afresh before sessions share them again (``Encoder.sharing_cache``)."""
         return (4 * read_count(&self.count.entries) >= 3 * self.c.max_entries
-                or 4 * sharedgeneral_read(&self.general.entries) >= 3 * self.general.max_entries
-                or 4 * sharedgeneral_read(&self.general.used) >= 3 * self.general.arena_bytes)
+                or 4 * read_count(&self.general.entries) >= 3 * self.general.max_entries
+                or 4 * read_count(&self.general.used) >= 3 * self.general.arena_bytes)
 
     def clear(self):
         """Start afresh. Only while no session shares it."""
@@ -1019,9 +1019,9 @@ cdef class EncodeKernel:
     cdef int _from_shared_general(self, Scratch* s, const uint8_t* piece, int64_t n, uint64_t h) noexcept nogil:
         """Append the ids the shared general cache holds for ``piece`` (``h`` its
         hash), if it holds them, and keep them in the session's own: their
-        number (0 when it does not), or -1 when out of memory. (Apart from
-        ``_encode_piece``, whose hits do not pass here, to keep its code as
-        it was for sessions that do not share.)"""
+        number (0 when it does not), or -1 when out of memory. (A function of
+        its own: written into ``_encode_piece``, it made sessions that do not
+        share slower; see docs/performance.md, twenty-third sitting.)"""
         cdef int64_t count = 0
         cdef const out_id_t* ids = sharedgeneral_find(s.general_shared, piece, n, h, &count)
         if ids == NULL:

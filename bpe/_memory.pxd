@@ -10,7 +10,7 @@
 # one shared implementation, so a test can make the N-th allocation of any
 # kernel fail (``fail_allocation``) and check that the failure surfaces as a
 # MemoryError and leaves nothing broken.
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uint64_t
 
 cdef void* mem_alloc(size_t size) noexcept nogil
 cdef void* mem_calloc(size_t count, size_t size) noexcept nogil
@@ -43,6 +43,56 @@ cdef extern from *:
     #endif
     """
     void prefetch "BPE_PREFETCH" (const void* address) noexcept nogil
+
+
+# The atomics of tables that several threads fill and read at once (a shared
+# short cache, a shared general cache; see bpe/_shortcache.pxd and
+# bpe/_sharedgeneral.pxd): a word stored last, with release, after what it
+# vouches for, and loaded with acquire, before it (on x86-64 both are plain
+# moves: they only keep the compiler from reordering); a compare-and-swap;
+# counts, added and read without ordering. Where the compiler offers no
+# atomics (``CAN_SHARE`` 0), plain accesses, and no table is shared.
+cdef extern from *:
+    """
+    #if defined(__GNUC__)
+    #define BPE_CAN_SHARE 1
+    static inline uint64_t bpe_load_acquire(const uint64_t *word) {
+        return __atomic_load_n(word, __ATOMIC_ACQUIRE);
+    }
+    static inline void bpe_store_release(uint64_t *word, uint64_t value) {
+        __atomic_store_n(word, value, __ATOMIC_RELEASE);
+    }
+    /* Store `value` if the word holds `expected`; else leave in *seen what it holds. */
+    static inline int bpe_swap_if(uint64_t *word, uint64_t expected, uint64_t value, uint64_t *seen) {
+        *seen = expected;
+        return __atomic_compare_exchange_n(word, seen, value, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    }
+    static inline int64_t bpe_add_count(int64_t *count, int64_t n) {
+        return __atomic_add_fetch(count, n, __ATOMIC_RELAXED);
+    }
+    static inline int64_t bpe_read_count(const int64_t *count) {
+        return __atomic_load_n(count, __ATOMIC_RELAXED);
+    }
+    #else
+    #define BPE_CAN_SHARE 0
+    static inline uint64_t bpe_load_acquire(const uint64_t *word) { return *word; }
+    static inline void bpe_store_release(uint64_t *word, uint64_t value) { *word = value; }
+    static inline int bpe_swap_if(uint64_t *word, uint64_t expected, uint64_t value, uint64_t *seen) {
+        *seen = *word;
+        if (*seen != expected) return 0;
+        *word = value;
+        return 1;
+    }
+    static inline int64_t bpe_add_count(int64_t *count, int64_t n) { return *count += n; }
+    static inline int64_t bpe_read_count(const int64_t *count) { return *count; }
+    #endif
+    """
+    bint CAN_SHARE "BPE_CAN_SHARE"
+    uint64_t load_acquire "bpe_load_acquire" (const uint64_t* word) noexcept nogil
+    void store_release "bpe_store_release" (uint64_t* word, uint64_t value) noexcept nogil
+    bint swap_if "bpe_swap_if" (uint64_t* word, uint64_t expected, uint64_t value, uint64_t* seen) noexcept nogil
+    int64_t add_count "bpe_add_count" (int64_t* count, int64_t n) noexcept nogil     # the count after
+    int64_t read_count "bpe_read_count" (const int64_t* count) noexcept nogil
 
 
 cdef inline int64_t next_capacity(int64_t capacity, int64_t smallest, int64_t needed) noexcept nogil:

@@ -18,18 +18,18 @@
 #
 # Storing: a key not found (up to the first empty slot) is counted, its
 # entry's room taken from the arena with an atomic add, the entry written
-# there, then published by a compare-and-swap of an empty slot (release). A
-# probe loads each slot with acquire, so a slot it finds always has its entry
-# written. If the swap fails, the slot's new value is compared like any
+# there, then published by a compare-and-swap of an empty slot. A probe
+# loads each slot with acquire, so a slot it finds always has its entry
+# written (the atomics are ``bpe/_memory.pxd``'s). If the swap fails, the slot's new value is compared like any
 # other: the same key, stored by another session meanwhile, ends the store
 # (its room in the arena is left unused), another key sends it on. Slots are
 # never rewritten. When the arena or the slots are at their budget, stores do
 # nothing: the sessions keep such pieces in their own caches. It starts
 # afresh (``sharedgeneral_clear``) only while no session shares it.
-from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libc.string cimport memcmp, memcpy, memset
 
-from bpe._memory cimport mem_calloc_huge, mem_free
+from bpe._memory cimport add_count, load_acquire, mem_calloc_huge, mem_free, read_count, swap_if
 from bpe._types cimport out_id_t
 
 
@@ -37,44 +37,9 @@ cdef extern from *:
     """
     #define SHAREDGENERAL_TAG_SHIFT 40
     #define SHAREDGENERAL_PLACE_MASK ((1ULL << 40) - 1)
-    #if defined(__GNUC__)
-    static inline uint64_t sharedgeneral_load(const uint64_t *slot) {
-        return __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-    }
-    /* Publish `value` in `slot` if it is still empty; else leave in *seen
-       what it holds. */
-    static inline int sharedgeneral_publish(uint64_t *slot, uint64_t value, uint64_t *seen) {
-        *seen = 0;
-        return __atomic_compare_exchange_n(slot, seen, value, 0, __ATOMIC_RELEASE, __ATOMIC_ACQUIRE);
-    }
-    static inline int64_t sharedgeneral_take(int64_t *counter, int64_t n) {
-        return __atomic_fetch_add(counter, n, __ATOMIC_RELAXED);
-    }
-    static inline int64_t sharedgeneral_read(const int64_t *counter) {
-        return __atomic_load_n(counter, __ATOMIC_RELAXED);
-    }
-    #else
-    static inline uint64_t sharedgeneral_load(const uint64_t *slot) { return *slot; }
-    static inline int sharedgeneral_publish(uint64_t *slot, uint64_t value, uint64_t *seen) {
-        *seen = *slot;
-        if (*seen) return 0;
-        *slot = value;
-        return 1;
-    }
-    static inline int64_t sharedgeneral_take(int64_t *counter, int64_t n) {
-        int64_t before = *counter;
-        *counter += n;
-        return before;
-    }
-    static inline int64_t sharedgeneral_read(const int64_t *counter) { return *counter; }
-    #endif
     """
     int TAG_SHIFT "SHAREDGENERAL_TAG_SHIFT"
     uint64_t PLACE_MASK "SHAREDGENERAL_PLACE_MASK"
-    uint64_t sharedgeneral_load(const uint64_t* slot) noexcept nogil
-    bint sharedgeneral_publish(uint64_t* slot, uint64_t value, uint64_t* seen) noexcept nogil
-    int64_t sharedgeneral_take(int64_t* counter, int64_t n) noexcept nogil
-    int64_t sharedgeneral_read(const int64_t* counter) noexcept nogil
 
 
 cdef struct SharedGeneral:
@@ -118,40 +83,53 @@ cdef inline void sharedgeneral_clear(SharedGeneral* g) noexcept nogil:
     g.entries = 0
 
 
-cdef inline int64_t _entry_bytes(int64_t n, int64_t count) noexcept nogil:
-    """An entry's bytes: its header, its key padded to a word, its ids, to a word."""
-    return (8 + ((n + 7) & ~7) + count * <int64_t>sizeof(out_id_t) + 7) & ~7
+cdef inline int64_t _ids_at(int64_t n) noexcept nogil:
+    """Where an entry's ids start: past its header and its key of ``n`` bytes,
+    padded to a word."""
+    return 8 + ((n + 7) & ~7)
 
 
-cdef inline const out_id_t* _entry_ids(const uint8_t* entry, const uint8_t* piece, int64_t n,
-                                       int64_t* count) noexcept nogil:
-    """The ids of ``entry`` if its key is ``piece[:n]`` (their number in
-    ``count``), else NULL."""
+cdef inline const out_id_t* _ids_held(const SharedGeneral* g, uint64_t slot, uint64_t tag,
+                                      const uint8_t* piece, int64_t n, int64_t* count) noexcept nogil:
+    """The ids of the entry ``slot`` names (their number in ``count``) if its key
+    is ``piece[:n]`` (``tag`` that of its hash), else NULL."""
+    cdef const uint8_t* entry
     cdef uint64_t header
+    if slot & ~PLACE_MASK != tag:
+        return NULL
+    entry = g.arena + 8 * (slot & PLACE_MASK)
     memcpy(&header, entry, 8)
     if <int64_t>(header >> 32) != n or memcmp(entry + 8, piece, n) != 0:
         return NULL
     count[0] = <int64_t>(header & 0xFFFFFFFFULL)
-    return <const out_id_t*>(entry + 8 + ((n + 7) & ~7))
+    return <const out_id_t*>(entry + _ids_at(n))
+
+
+cdef inline const out_id_t* _probe(const SharedGeneral* g, const uint8_t* piece, int64_t n, uint64_t h,
+                                   int64_t* at, int64_t* count) noexcept nogil:
+    """The ids of ``piece[:n]`` (``h`` its hash), their number in ``count``, from
+    its home slot on; NULL when an empty slot comes first, left in ``at``."""
+    cdef uint64_t tag = (h >> TAG_SHIFT) << TAG_SHIFT
+    cdef int64_t i = <int64_t>(h & <uint64_t>g.mask)
+    cdef uint64_t slot
+    cdef const out_id_t* ids
+    while True:
+        slot = load_acquire(&g.slots[i])
+        if slot == 0:
+            at[0] = i
+            return NULL
+        ids = _ids_held(g, slot, tag, piece, n, count)
+        if ids != NULL:
+            return ids
+        i = (i + 1) & g.mask
 
 
 cdef inline const out_id_t* sharedgeneral_find(const SharedGeneral* g, const uint8_t* piece, int64_t n,
                                                uint64_t h, int64_t* count) noexcept nogil:
     """The ids of ``piece[:n]`` (``h`` its hash, by words), their number in
     ``count``; NULL when it is not here."""
-    cdef uint64_t tag = (h >> TAG_SHIFT) << TAG_SHIFT
-    cdef int64_t i = <int64_t>(h & <uint64_t>g.mask)
-    cdef uint64_t slot
-    cdef const out_id_t* ids
-    while True:
-        slot = sharedgeneral_load(&g.slots[i])
-        if slot == 0:
-            return NULL
-        if slot & ~PLACE_MASK == tag:
-            ids = _entry_ids(g.arena + 8 * (slot & PLACE_MASK), piece, n, count)
-            if ids != NULL:
-                return ids
-        i = (i + 1) & g.mask
+    cdef int64_t at
+    return _probe(g, piece, n, h, &at, count)
 
 
 cdef inline bint sharedgeneral_store(SharedGeneral* g, const uint8_t* piece, int64_t n, uint64_t h,
@@ -160,40 +138,33 @@ cdef inline bint sharedgeneral_store(SharedGeneral* g, const uint8_t* piece, int
     words), unless it is here already. False when the table is at its budget
     and nothing was stored."""
     cdef uint64_t tag = (h >> TAG_SHIFT) << TAG_SHIFT
-    cdef int64_t size = _entry_bytes(n, count)
-    cdef int64_t place
-    cdef int64_t i = <int64_t>(h & <uint64_t>g.mask)
+    cdef int64_t size = (_ids_at(n) + count * <int64_t>sizeof(out_id_t) + 7) & ~7
+    cdef int64_t place, i, found
     cdef uint64_t header, seen, value
-    cdef int64_t found
     cdef uint8_t* entry
     # Probed first, so that a key here already takes no room: from the first
     # empty slot on, the swaps below see what others store meanwhile.
-    while True:
-        seen = sharedgeneral_load(&g.slots[i])
-        if seen == 0:
-            break
-        if seen & ~PLACE_MASK == tag and _entry_ids(g.arena + 8 * (seen & PLACE_MASK), piece, n, &found) != NULL:
-            return True
-        i = (i + 1) & g.mask
+    if _probe(g, piece, n, h, &i, &found) != NULL:
+        return True
     # The entry is counted first, a place reserved, and uncounted if it is
     # not stored: sessions storing at once never pass the budget together.
-    if sharedgeneral_take(&g.entries, 1) >= g.max_entries:
-        sharedgeneral_take(&g.entries, -1)
+    if add_count(&g.entries, 1) > g.max_entries:
+        add_count(&g.entries, -1)
         return False
-    place = sharedgeneral_take(&g.used, size)
+    place = add_count(&g.used, size) - size
     if place + size > g.arena_bytes:
-        sharedgeneral_take(&g.entries, -1)
+        add_count(&g.entries, -1)
         return False
     entry = g.arena + place
     header = (<uint64_t>n << 32) | <uint64_t>count
     memcpy(entry, &header, 8)
     memcpy(entry + 8, piece, n)
-    memcpy(entry + 8 + ((n + 7) & ~7), ids, count * sizeof(out_id_t))
+    memcpy(entry + _ids_at(n), ids, count * sizeof(out_id_t))
     value = tag | <uint64_t>(place // 8)
     while True:
-        if sharedgeneral_publish(&g.slots[i], value, &seen):
+        if swap_if(&g.slots[i], 0, value, &seen):
             return True
-        if seen & ~PLACE_MASK == tag and _entry_ids(g.arena + 8 * (seen & PLACE_MASK), piece, n, &found) != NULL:
-            sharedgeneral_take(&g.entries, -1)
+        if _ids_held(g, seen, tag, piece, n, &found) != NULL:
+            add_count(&g.entries, -1)
             return True
         i = (i + 1) & g.mask

@@ -57,27 +57,26 @@
 # with a cache each, a pre-token met by both is merged by both (on prose_en
 # with gpt2, two workers' caches ended with 564 986 pieces between them, one
 # worker's with 366 112), and two workers fell short of two independent
-# processes by about what those merges cost. So they share one table
-# (``_encode.SharedShortCache``), made at a session's largest size and never
-# grown or cleared while shared. A slot is
-# taken with a compare-and-swap of its empty second word to CLAIMED, which
-# no key has; the first word and the ids are written, then the second word
-# is stored with release. Every probe loads the second word with acquire
-# before the rest (on x86-64 both are plain moves: only the compiler is kept
-# from reordering), so a key found has its ids, and a slot being written
-# matches no key. A session whose slot was taken meanwhile probes on (and
+# processes by about what those merges cost. So they share one table (in an
+# ``_encode.SharedCache``), made at a session's largest size and never grown
+# or cleared while shared. A slot is taken with a compare-and-swap of its
+# empty second word to CLAIMED, which no key has; the first word and the ids
+# are written, then the second word is stored with release. Every probe
+# loads the second word with acquire before the rest (``bpe/_memory.pxd``),
+# so a key found has its ids, and a slot being written matches no key. A session whose slot was taken meanwhile probes on (and
 # stores nothing if the taker stored its key). An entry, once stored, is
 # never written again, except the places in a SPILLED marker, which only
 # the session that made it rewrites: the high half of an era names the
 # session (lane 3), and another session that meets the marker asks its own
-# general cache instead. Each session adds its entries to the shared count
+# general cache instead, then the shared one (``bpe/_sharedgeneral.pxd``). Each session adds its entries to the shared count
 # SHARED_COUNT_EVERY at a time, not one by one, so that the count's cache
 # line does not pass between the cores at every insert; near the budget the
 # session goes back to its own table for the rest of its call.
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memset
 
-from bpe._memory cimport mem_alloc_huge, mem_free, prefetch, slot_shift
+from bpe._memory cimport (add_count, load_acquire, mem_alloc_huge, mem_free, prefetch, read_count, slot_shift,
+                          store_release, swap_if)
 
 
 cdef extern from *:
@@ -96,36 +95,6 @@ cdef extern from *:
     /* A shared table's slot that a session has taken and is writing: a key1
        of length 63 once its marks are masked off, which no key has. */
     #define SHORTCACHE_CLAIMED (0x7FULL << 56)
-    #if defined(__GNUC__)
-    #define SHORTCACHE_CAN_SHARE 1
-    /* A shared table's key1 is stored last, with release, after the key0 and
-       ids it vouches for; it is loaded with acquire, before them. (On x86-64
-       both are plain moves: they only keep the compiler from reordering.) */
-    static inline uint64_t shortcache_load_key1(const uint64_t *key1) {
-        return __atomic_load_n(key1, __ATOMIC_ACQUIRE);
-    }
-    static inline void shortcache_publish_key1(uint64_t *key1, uint64_t value) {
-        __atomic_store_n(key1, value, __ATOMIC_RELEASE);
-    }
-    static inline int shortcache_claim(uint64_t *key1) {
-        uint64_t empty = 0;
-        return __atomic_compare_exchange_n(key1, &empty, SHORTCACHE_CLAIMED, 0,
-                                           __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE);
-    }
-    static inline int64_t shortcache_add_count(int64_t *count, int64_t n) {
-        return __atomic_add_fetch(count, n, __ATOMIC_RELAXED);
-    }
-    static inline int64_t shortcache_read_count(const int64_t *count) {
-        return __atomic_load_n(count, __ATOMIC_RELAXED);
-    }
-    #else
-    #define SHORTCACHE_CAN_SHARE 0
-    static inline uint64_t shortcache_load_key1(const uint64_t *key1) { return *key1; }
-    static inline void shortcache_publish_key1(uint64_t *key1, uint64_t value) { *key1 = value; }
-    static inline int shortcache_claim(uint64_t *key1) { if (*key1) return 0; *key1 = SHORTCACHE_CLAIMED; return 1; }
-    static inline int64_t shortcache_add_count(int64_t *count, int64_t n) { return *count += n; }
-    static inline int64_t shortcache_read_count(const int64_t *count) { return *count; }
-    #endif
     /* How many of an entry's four lanes are ids, not NO_ID. */
     static inline size_t shortcache_count_ids(const uint32_t *ids) {
         return (size_t)((ids[0] != SHORTCACHE_NO_ID) + (ids[1] != SHORTCACHE_NO_ID)
@@ -168,12 +137,6 @@ cdef extern from *:
     const uint64_t SPILLED "SHORTCACHE_SPILLED"
     const uint64_t RUN "SHORTCACHE_RUN"
     const uint64_t CLAIMED "SHORTCACHE_CLAIMED"
-    bint CAN_SHARE "SHORTCACHE_CAN_SHARE"
-    uint64_t load_key1 "shortcache_load_key1" (const uint64_t* key1) noexcept nogil
-    void publish_key1 "shortcache_publish_key1" (uint64_t* key1, uint64_t value) noexcept nogil
-    bint claim_slot "shortcache_claim" (uint64_t* key1) noexcept nogil
-    int64_t add_count "shortcache_add_count" (int64_t* count, int64_t n) noexcept nogil
-    int64_t read_count "shortcache_read_count" (const int64_t* count) noexcept nogil
 
 
 cdef enum:
@@ -212,7 +175,8 @@ cdef struct ShortCache:
     int64_t n_entries
     int64_t max_entries      # the budget: at this many entries an insert clears the table
     int64_t max_slots        # the most slots shortcache_make_room grows it to
-    SharedCount* shared      # a table sessions share: their count (then n_entries is this one's, not yet added); else NULL
+    SharedCount* shared      # a table sessions share: their count (n_entries is then this
+                             # session's, not yet added); else NULL
 
 
 cdef inline uint64_t hash_words(uint64_t word0, uint64_t word1) noexcept nogil:
@@ -320,8 +284,8 @@ cdef inline ShortEntry* pair_holding(const BatchKey* key) noexcept nogil:
     from the key (a cmov): a branch per slot is mispredicted, as keys sit in
     either slot at random."""
     cdef ShortEntry* home = key.home
-    cdef uint64_t key1_0 = load_key1(&home[0].key1)
-    cdef uint64_t key1_1 = load_key1(&home[1].key1)
+    cdef uint64_t key1_0 = load_acquire(&home[0].key1)
+    cdef uint64_t key1_1 = load_acquire(&home[1].key1)
     cdef uint64_t differs0 = (home[0].key0 ^ key.word0) | (key1_0 ^ key.word1)
     cdef uint64_t differs1 = (home[1].key0 ^ key.word0) | (key1_1 ^ key.word1)
     if (differs0 if differs0 < differs1 else differs1) != 0:
@@ -333,7 +297,12 @@ cdef inline bint shortcache_holds(const ShortEntry* e, const ShortKey* key) noex
     """Whether a slot ``shortcache_slot`` returned for ``key`` holds it (else it
     was empty). The key is compared again, not only the slot's emptiness: in a
     shared table another session may have taken the empty slot since."""
-    cdef uint64_t key1 = load_key1(&e.key1)
+    return holds_key(e, load_acquire(&e.key1), key)
+
+
+cdef inline bint holds_key(const ShortEntry* e, uint64_t key1, const ShortKey* key) noexcept nogil:
+    """Whether ``e``, whose second key word was loaded as ``key1`` (acquired, in a
+    shared table), holds ``key``: its marks (SPILLED, RUN) aside."""
     return e.key0 == key.word0 and (key1 & ~(SPILLED | RUN)) == key.word1
 
 
@@ -398,8 +367,8 @@ cdef inline ShortEntry* shortcache_slot(const ShortCache* c, const ShortKey* key
     cdef uint64_t key1
     while True:
         e = &c.slots[i]
-        key1 = load_key1(&e.key1)
-        if (e.key0 == key.word0 and (key1 & ~(SPILLED | RUN)) == key.word1) or key1 == 0:
+        key1 = load_acquire(&e.key1)
+        if key1 == 0 or holds_key(e, key1, key):
             return e
         i = (i + 1) & <uint64_t>c.mask
 
@@ -573,18 +542,17 @@ cdef inline ShortEntry* shortcache_store_shared(ShortCache* c, ShortEntry* slot,
         return NULL
     while True:
         e = &c.slots[i]
-        found = load_key1(&e.key1)
+        found = load_acquire(&e.key1)
         if found == 0:
-            if claim_slot(&e.key1):
+            if swap_if(&e.key1, 0, CLAIMED, &found):
                 e.key0 = key.word0
                 memcpy(e.ids, lanes, sizeof(e.ids))
-                publish_key1(&e.key1, key1)
+                store_release(&e.key1, key1)
                 c.n_entries += 1
                 if c.n_entries >= SHARED_COUNT_EVERY:
                     add_count(&c.shared.entries, c.n_entries)
                     c.n_entries = 0
                 return e
-            found = load_key1(&e.key1)
-        if e.key0 == key.word0 and (found & ~(SPILLED | RUN)) == key.word1:
+        if holds_key(e, found, key):         # (what it holds now, if the swap failed)
             return NULL
         i = (i + 1) & <uint64_t>c.mask

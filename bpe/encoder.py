@@ -105,8 +105,8 @@ class Encoder:
         parts of one corpus at once, each of which would otherwise merge again
         what the others have merged.
 
-        The shared cache is kept for the next block, as sessions keep theirs,
-        and starts afresh in one when it is crowded. Where it cannot be made
+        The shared caches are kept for the next block, as sessions keep theirs,
+        and start afresh in one when either is crowded. Where it cannot be made
         (out of memory, or a compiler without atomics), sessions keep their own."""
         with self._lock:
             if self._shared_cache is None:
@@ -222,9 +222,9 @@ class Encoder:
 
 class _Lease:
     """``Encoder._session``: a pooled session, lent for a ``with`` block, sharing
-    the encoder's shared caches while a ``sharing_cache`` block is
-    open. A plain class, not a generator-based context manager: that cost 2 us
-    a call, a seventh of encoding a short document."""
+    the encoder's shared caches while a ``sharing_cache`` block is open. A
+    plain class, not a generator-based context manager: that cost 2 us a
+    call, a seventh of encoding a short document."""
 
     __slots__ = ("encoder", "session", "shared")
 
