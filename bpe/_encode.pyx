@@ -34,7 +34,7 @@ from bpe._memory cimport (CAN_SHARE, add_count, empty_written_once, grow, mem_al
                           next_capacity, prefetch, read_count, reserve_fresh)
 from bpe._pairranks cimport (PairRanks, byte_pair_rank, pair_rank, pairranks_add, pairranks_bytes,
                              pairranks_fill_bytes, pairranks_free, pairranks_init, pairranks_prefetch)
-from bpe._scanner cimport FILL_SLACK, Scanner, check_pattern, scanner_fill, scanner_init
+from bpe._scanner cimport FILL_SLACK, Scanner, check_pattern, read_ahead, scanner_fill, scanner_init
 from bpe._shortcache cimport (INLINE_IDS, SHARED_COUNT_EVERY, SHORT_KEY_BYTES, BatchKey, SharedCount, ShortCache,
                               ShortEntry, ShortKey, batch_key_hashed, copy_ids, count_ids, pair_holding, run_start,
                               short_key, short_keys, shortcache_bytes,
@@ -1505,6 +1505,8 @@ cdef class EncodeKernel:
             id_offsets[t] = s.out.size
             text = texts[t]
             n = lengths[t]
+            if t + 1 < n_texts:
+                read_ahead(texts[t + 1], lengths[t + 1])
             start = 0
             needles_restart(needles)
             while needles.count > 0:

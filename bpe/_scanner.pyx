@@ -32,7 +32,7 @@ character (which then starts the next pre-token), and fails on a run of one;
 reaches the end. In o200k, ``P?U*W+`` backtracks: U* gives characters back until
 W+ can start, and the optional P is dropped if nothing matches with it.
 """
-from libc.stdint cimport INT64_MAX, int64_t, intptr_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport INT64_MAX, int64_t, intptr_t, uint8_t, uint32_t, uint64_t, uintptr_t
 from libc.string cimport memcpy, memset
 
 from bpe._bytestable cimport (OVERFLOW, BytesTable, bytestable_add, bytestable_free, bytestable_init,
@@ -41,7 +41,7 @@ from bpe._checks cimport check_offsets
 from bpe._shortcache cimport (SHORT_KEY_BYTES, ShortCache, ShortEntry, ShortKey, short_key,
                               shortcache_free, shortcache_holds, shortcache_init, shortcache_insert,
                               shortcache_slot)
-from bpe._memory cimport mem_free
+from bpe._memory cimport mem_free, prefetch
 from bpe._specials cimport Needles, find_spans, needles_free, needles_point_at
 from bpe._types cimport count_t, offset_t
 from bpe._utf8 cimport all_ascii, first_invalid_utf8 as c_first_invalid_utf8
@@ -642,6 +642,7 @@ cdef void load_window(Scanner* sc, Py_ssize_t p) noexcept nogil:
     cdef Py_ssize_t known
     cdef bint at_end
     cdef uint64_t valid, starts, decided
+    prefetch(<const void*>(<uintptr_t>sc.s + p + READ_AHEAD))     # see read_ahead
     if left >= 64:
         sc.classify(sc.s + p, &m)
         known = 64

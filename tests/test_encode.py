@@ -1182,3 +1182,48 @@ def test_the_short_token_filter_passes_every_token_and_few_others(name):
     for bad in (b"a", b"x" * 16):
         with pytest.raises(ValueError, match="a short piece is of 2 to 15 bytes"):
             kernel.may_be_short_token(bad)
+
+
+# The scanner asks for the text ahead of where it reads (``read_ahead`` in
+# bpe/_scanner.pxd), past a text's end too, since a prefetch never faults;
+# every read proper must stop at the end. A text that ends where readable
+# memory ends (an unreadable page after it) encodes exactly, in a process of
+# its own so that a fault fails the test instead of ending the run.
+GUARD_PAGE_SCRIPT = r"""
+import ctypes, mmap, sys
+import numpy as np
+import bpe
+from bpe._scanner import simd_paths, select_simd
+page = mmap.PAGESIZE
+block = mmap.mmap(-1, 2 * page)
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+address = ctypes.addressof(ctypes.c_char.from_buffer(block))
+assert libc.mprotect(address + page, page, 0) == 0, ctypes.get_errno()    # PROT_NONE
+tails = [b"", b"a", b" hello", b"  \n  ", b"it's", b"don't", b"12345", b"\xc3\xa9t\xc3\xa9",
+         b"x" * 70, b" " * 130, "\u4e2d\u6587".encode() * 20, b"abc <|endoftext|>", b"!?" * 40]
+for name in sys.argv[1:]:
+    tok = bpe.load(name)
+    for path in simd_paths():
+        select_simd(path)
+        for tail in tails:
+            for lead in (b"", b"The end: ", b"x" * 200):
+                text = lead + tail
+                at = page - len(text)
+                block[at:page] = text
+                view = np.frombuffer(memoryview(block)[at:page], dtype=np.uint8)
+                ids = tok.encoder.encode_utf8(view, ["<|endoftext|>"])
+                assert ids.tolist() == tok.encode(text.decode()), (name, path, text)
+print("ok")
+"""
+
+
+def test_text_that_ends_where_readable_memory_ends_encodes_exactly(tmp_path):
+    import subprocess
+    import sys
+    if sys.platform != "linux":
+        pytest.skip("needs mprotect (Linux)")
+    done = subprocess.run([sys.executable, "-c", GUARD_PAGE_SCRIPT, *NAMES], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "ok"
