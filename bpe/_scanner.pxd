@@ -92,16 +92,17 @@ cdef class Interner:
     cdef ShortCache front     # short pre-tokens -> their entry in ``table``
 
 
-# Reading ahead. A scan reads its text once, in order, and spends about
-# 20 cycles a pre-token on it; yet a warm encode of 10 MB waited on the text's
+# Reading ahead. A scan reads its text once, in order, and spends some 7
+# cycles a pre-token on it; yet a warm encode of 10 MB waited on the text's
 # lines more than on anything else: a text of a few KB (a document, a str of
 # its own) starts on a page the hardware has not seen coming, and its
 # prefetchers stop at every 4 KiB page. So each window asks for the line
 # READ_AHEAD bytes past it (``load_window``), and a caller with texts in turn
 # asks for the next one's first READ_AHEAD bytes as it starts one
-# (``read_ahead``): warm gpt2 over 10 MB of code went about 10 % faster
-# (docs/performance.md). A prefetch never faults, so one past a text's end
-# is harmless; the address is made as an integer, not a pointer past it.
+# (``read_ahead``): one call over 10 MB of code went 10-16 % faster, one over
+# prose 6-12 % (docs/performance.md, twenty-fourth sitting). A prefetch never
+# faults, so one past a text's end is harmless; the address is made as an
+# integer, not a pointer past it.
 cdef inline void read_ahead(const uint8_t* s, Py_ssize_t n) noexcept nogil:
     """Ask for the first READ_AHEAD bytes of ``s[:n]`` (which a scan reads next)."""
     cdef Py_ssize_t k = 0

@@ -20,12 +20,13 @@
 # entry's room taken from the arena with an atomic add, the entry written
 # there, then published by a compare-and-swap of an empty slot. A probe
 # loads each slot with acquire, so a slot it finds always has its entry
-# written (the atomics are ``bpe/_memory.pxd``'s). If the swap fails, the slot's new value is compared like any
-# other: the same key, stored by another session meanwhile, ends the store
-# (its room in the arena is left unused), another key sends it on. Slots are
-# never rewritten. When the arena or the slots are at their budget, stores do
-# nothing: the sessions keep such pieces in their own caches. It starts
-# afresh (``sharedgeneral_clear``) only while no session shares it.
+# written (the atomics are ``bpe/_memory.pxd``'s). If the swap fails, the
+# slot's new value is compared like any other: the same key, stored by
+# another session meanwhile, ends the store (its room in the arena is left
+# unused), another key sends it on. Slots are never rewritten. When the
+# arena or the slots are at their budget, stores do nothing: the sessions
+# keep such pieces in their own caches. It starts afresh
+# (``sharedgeneral_clear``) only while no session shares it.
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libc.string cimport memcmp, memcpy, memset
 

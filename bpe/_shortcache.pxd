@@ -63,15 +63,17 @@
 # empty second word to CLAIMED, which no key has; the first word and the ids
 # are written, then the second word is stored with release. Every probe
 # loads the second word with acquire before the rest (``bpe/_memory.pxd``),
-# so a key found has its ids, and a slot being written matches no key. A session whose slot was taken meanwhile probes on (and
-# stores nothing if the taker stored its key). An entry, once stored, is
-# never written again, except the places in a SPILLED marker, which only
-# the session that made it rewrites: the high half of an era names the
-# session (lane 3), and another session that meets the marker asks its own
-# general cache instead, then the shared one (``bpe/_sharedgeneral.pxd``). Each session adds its entries to the shared count
-# SHARED_COUNT_EVERY at a time, not one by one, so that the count's cache
-# line does not pass between the cores at every insert; near the budget the
-# session goes back to its own table for the rest of its call.
+# so a key found has its ids, and a slot being written matches no key. A
+# session whose slot was taken meanwhile probes on (and stores nothing if
+# the taker stored its key). An entry, once stored, is never written again,
+# except the places in a SPILLED marker, which only the session that made it
+# rewrites: the high half of an era names the session (lane 3), and another
+# session that meets the marker asks its own general cache instead, then the
+# shared one (``bpe/_sharedgeneral.pxd``). Each session adds its entries to
+# the shared count SHARED_COUNT_EVERY at a time, not one by one, so that
+# the count's cache line does not pass between the cores at every insert;
+# near the budget the session goes back to its own table for the rest of
+# its call.
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memset
 

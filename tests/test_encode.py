@@ -1,6 +1,8 @@
 """Encoding: exactly tiktoken's ids, exactly bpe.pure's, and the API around them."""
 import contextlib
 import pickle
+import subprocess
+import sys
 
 import hypothesis.strategies as st
 import numpy as np
@@ -1218,9 +1220,7 @@ print("ok")
 """
 
 
-def test_text_that_ends_where_readable_memory_ends_encodes_exactly(tmp_path):
-    import subprocess
-    import sys
+def test_text_that_ends_where_readable_memory_ends_encodes_exactly():
     if sys.platform != "linux":
         pytest.skip("needs mprotect (Linux)")
     done = subprocess.run([sys.executable, "-c", GUARD_PAGE_SCRIPT, *NAMES], capture_output=True, text=True,
