@@ -1,7 +1,9 @@
 """bpe: fast, exact byte-level BPE tokenizers — training and encoding whole corpora.
 
 Code written for tiktoken runs with ``import bpe as tiktoken`` (``get_encoding``,
-``encoding_for_model``, ``Encoding``); ``Tokenizer`` is bpe's own interface.
+``encoding_for_model``, ``Encoding``), or, for libraries that import tiktoken
+themselves, after ``bpe.install_as_tiktoken()`` (the whole module: see
+``bpe.tiktoken``); ``Tokenizer`` is bpe's own interface.
 
 >>> import bpe
 >>> bpe.pretokenize("Hello, world!")
@@ -9,10 +11,10 @@ Code written for tiktoken runs with ``import bpe as tiktoken`` (``get_encoding``
 """
 from typing import TYPE_CHECKING
 
-from bpe.encoding import Encoding, get_encoding, list_encoding_names
 from bpe.errors import BpeError, CorpusDecodeError, CorpusEncodeError, TokenArrayError, TokenizerFileError
-from bpe.models import encoding_for_model, encoding_name_for_model
 from bpe.patterns import PATTERNS, pretokenize
+from bpe.tiktoken import Encoding, encoding_for_model, encoding_name_for_model, get_encoding, list_encoding_names
+from bpe.tiktoken import install as install_as_tiktoken
 from bpe.tokenizer import Tokenizer, load
 
 #: Names imported on first use, from the module that defines them: training and
@@ -74,6 +76,7 @@ __all__ = [
     "encoding_for_model",
     "encoding_name_for_model",
     "get_encoding",
+    "install_as_tiktoken",
     "list_encoding_names",
     "load",
     "open_tokens",

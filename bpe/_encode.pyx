@@ -663,7 +663,19 @@ cdef class EncodeKernel:
         Every ordinary token's bytes (concatenated, with int64 offsets) and id:
         the pre-tokens that map straight to a token.
     ranked_ids : int32 array
-        The merged tokens in merge order (rank 0 first); each must be in token_ids.
+        The token each rank makes, rank 0 first; each must be in token_ids.
+    merge_pairs : int32 array of (n_ranks, 2), optional
+        None: tiktoken's rule. Ranks are the merged tokens' own, and every split
+        of a ranked token into two tokens is a pair that makes it, so any two
+        parts whose bytes join into a token merge. Given: Hugging Face's rule.
+        Rank k is the pair ``merge_pairs[k]`` alone (which makes
+        ``ranked_ids[k]``; a pair listed twice keeps its first rank), and only
+        listed pairs merge.
+    whole_tokens : bool
+        With ``merge_pairs``, whether a pre-token that is itself a token maps
+        straight to it (``ignore_merges``). If not, only the tokens that the
+        merges make of their own bytes do, which is what merging would give.
+        (tiktoken's rule always maps them.)
     """
     cdef:
         token_t byte_ids[256]
@@ -685,18 +697,18 @@ cdef class EncodeKernel:
 
     def __cinit__(self, const token_t[::1] byte_ids, const uint8_t[::1] token_data,
                   const offset_t[::1] token_offsets, const token_t[::1] token_ids,
-                  const token_t[::1] ranked_ids):
+                  const token_t[::1] ranked_ids, const token_t[:, ::1] merge_pairs=None,
+                  bint whole_tokens=True):
         cdef Py_ssize_t n_tokens = token_ids.shape[0]
         cdef Py_ssize_t t, k
-        cdef int64_t start, length
-        cdef int64_t n_short = 0
-        cdef int64_t short_slots
-        cdef ShortKey key
-        cdef ShortEntry* slot
-        cdef uint32_t token_id
+        cdef int64_t start
+        cdef const int64_t[::1] entry_of
         cdef const uint8_t* data = &token_data[0] if token_data.shape[0] > 0 else NULL
         if byte_ids.shape[0] != 256:
             raise ValueError(f"byte_ids has {byte_ids.shape[0]} entries, not 256")
+        if merge_pairs is not None and (merge_pairs.shape[0] != ranked_ids.shape[0] or merge_pairs.shape[1] != 2):
+            raise ValueError(f"merge_pairs is {merge_pairs.shape[0]} x {merge_pairs.shape[1]}, not "
+                             f"{ranked_ids.shape[0]} x 2 (a pair for each rank)")
         cdef int64_t id_limit = max(int(np.max(token_ids)) if n_tokens > 0 else 0, int(np.max(byte_ids))) + 1
         # The tables are built first: __dealloc__ frees whatever was allocated.
         # A vocabulary has about two pairs for each rank (splits of its tokens).
@@ -707,55 +719,48 @@ cdef class EncodeKernel:
         # Ids become uint32 outputs and index the callers' tables: none may be negative.
         check_ids(token_ids, MAX_TOKEN_ID + 1, "token ids")
         check_ids(byte_ids, MAX_TOKEN_ID + 1, "byte_ids")
+        check_ids(ranked_ids, MAX_TOKEN_ID + 1, "ranked ids")
+        if merge_pairs is not None:
+            # Pair keys pack ids below the limit the table was made for.
+            check_ids(ranked_ids, id_limit, "ranked ids")
+            for k in range(merge_pairs.shape[0]):
+                if not (0 <= merge_pairs[k, 0] < id_limit and 0 <= merge_pairs[k, 1] < id_limit):
+                    raise ValueError(f"merge pair {k} ({merge_pairs[k, 0]}, {merge_pairs[k, 1]}) holds an id "
+                                     f"not in [0, {id_limit})")
         for t in range(256):
             self.byte_ids[t] = byte_ids[t]
         self.n_ranks = <int32_t>ranked_ids.shape[0]
         self.merged_id = <token_t*>mem_alloc(max(self.n_ranks, 1) * sizeof(token_t))
         if self.merged_id == NULL:
             raise MemoryError()
-        for t in range(n_tokens):
-            if bytestable_add(&self.tokens, data + token_offsets[t],
-                              token_offsets[t + 1] - token_offsets[t], token_ids[t], False) < 0:
-                raise MemoryError()
-        # The short tokens again, in entries a short pre-token's key finds in one
-        # probe: the first thing a short pre-token missing from a session's
-        # cache asks is whether it is a token.
-        for t in range(n_tokens):
-            length = token_offsets[t + 1] - token_offsets[t]
-            if 2 <= length <= SHORT_KEY_BYTES:
-                n_short += 1
-        short_slots = next_capacity(0, 1024, 2 * n_short)
-        if (shortcache_init(&self.short_tokens, short_slots, short_slots) < 0
-                or shortfilter_init(&self.short_token_filter, n_short) < 0):
-            raise MemoryError()
-        for t in range(n_tokens):
-            length = token_offsets[t + 1] - token_offsets[t]
-            if 2 <= length <= SHORT_KEY_BYTES:
-                short_key(&key, data + token_offsets[t], length, token_data.shape[0] - token_offsets[t])
-                slot = shortcache_slot(&self.short_tokens, &key)
-                token_id = <uint32_t>token_ids[t]
-                if not shortcache_holds(slot, &key):
-                    shortcache_insert(&self.short_tokens, slot, &key, &token_id, 1)
-                    shortfilter_add(&self.short_token_filter, key.hash)
-                else:
-                    slot.ids[0] = token_id      # the later id, as in the token table
-        entry_of_id = _entry_of_id(token_ids, ranked_ids)
-        cdef const int64_t[::1] entry_of = entry_of_id
         self.merged_offset = ranked_ids[0] if self.n_ranks > 0 else 0
         self.merged_in_order = _merged_in_order
-        # Every split of a merged token into two tokens is a pair that makes it.
         for k in range(self.n_ranks):
             self.merged_id[k] = ranked_ids[k]
             if ranked_ids[k] != self.merged_offset + k:
                 self.merged_in_order = False
-            t = entry_of[k]
-            if t < 0:
-                raise ValueError(f"ranked id {ranked_ids[k]} (rank {k}) is not among the token ids")
-            start = token_offsets[t]
-            if self._register_splits(<int32_t>k, data + start, token_offsets[t + 1] - start,
-                                     token_data.shape[0] - start) < 0:
-                raise MemoryError()
-        pairranks_fill_bytes(&self.pairs, self.byte_ids)
+        if merge_pairs is not None:
+            for k in range(self.n_ranks):
+                if pairranks_add(&self.pairs, merge_pairs[k, 0], merge_pairs[k, 1], <int32_t>k) < 0:
+                    raise MemoryError()
+            pairranks_fill_bytes(&self.pairs, self.byte_ids)
+            self._add_whole_tokens(token_data, token_offsets, token_ids,
+                                   None if whole_tokens else self._merged_to_themselves(token_data, token_offsets,
+                                                                                         token_ids))
+        else:
+            # Every split of a ranked token into two tokens is a pair that makes
+            # it: the token table finds the splits, so it is made first.
+            self._add_whole_tokens(token_data, token_offsets, token_ids, None)
+            entry_of = _entry_of_id(token_ids, ranked_ids)
+            for k in range(self.n_ranks):
+                t = entry_of[k]
+                if t < 0:
+                    raise ValueError(f"ranked id {ranked_ids[k]} (rank {k}) is not among the token ids")
+                start = token_offsets[t]
+                if self._register_splits(<int32_t>k, data + start, token_offsets[t + 1] - start,
+                                         token_data.shape[0] - start) < 0:
+                    raise MemoryError()
+            pairranks_fill_bytes(&self.pairs, self.byte_ids)
         # Merging a cold batch's new pre-tokens side by side (``_merge_fresh``)
         # lets one's pair lookups wait while the others merge, and costs a
         # mispredicted branch or two a step: the step before was another
@@ -771,6 +776,87 @@ cdef class EncodeKernel:
             self.group_after_misses = GROUP_AFTER_MISSES
         else:
             self.group_after_misses = NEVER_GROUPED
+
+    cdef _add_whole_tokens(self, const uint8_t[::1] token_data, const offset_t[::1] token_offsets,
+                           const token_t[::1] token_ids, object keep):
+        """Enter the tokens that pre-tokens map straight to (all, or those where
+        ``keep``, a bool array, is true) in the token table, and those of 2 to
+        SHORT_KEY_BYTES bytes again among the short tokens, in entries a short
+        pre-token's key finds in one probe: the first thing a short pre-token
+        missing from a session's cache asks is whether it is a token."""
+        cdef Py_ssize_t n_tokens = token_ids.shape[0]
+        cdef Py_ssize_t t
+        cdef int64_t length
+        cdef int64_t n_short = 0
+        cdef int64_t short_slots
+        cdef ShortKey key
+        cdef ShortEntry* slot
+        cdef uint32_t token_id
+        cdef const uint8_t* data = &token_data[0] if token_data.shape[0] > 0 else NULL
+        cdef const uint8_t[::1] kept = (np.ones(n_tokens, dtype=np.uint8) if keep is None
+                                        else np.ascontiguousarray(keep, dtype=np.uint8))
+        for t in range(n_tokens):
+            length = token_offsets[t + 1] - token_offsets[t]
+            if not kept[t] or length == 0:
+                continue
+            if bytestable_add(&self.tokens, data + token_offsets[t], length, token_ids[t], False) < 0:
+                raise MemoryError()
+            if 2 <= length <= SHORT_KEY_BYTES:
+                n_short += 1
+        short_slots = next_capacity(0, 1024, 2 * n_short)
+        if (shortcache_init(&self.short_tokens, short_slots, short_slots) < 0
+                or shortfilter_init(&self.short_token_filter, n_short) < 0):
+            raise MemoryError()
+        for t in range(n_tokens):
+            length = token_offsets[t + 1] - token_offsets[t]
+            if kept[t] and 2 <= length <= SHORT_KEY_BYTES:
+                short_key(&key, data + token_offsets[t], length, token_data.shape[0] - token_offsets[t])
+                slot = shortcache_slot(&self.short_tokens, &key)
+                token_id = <uint32_t>token_ids[t]
+                if not shortcache_holds(slot, &key):
+                    shortcache_insert(&self.short_tokens, slot, &key, &token_id, 1)
+                    shortfilter_add(&self.short_token_filter, key.hash)
+                else:
+                    slot.ids[0] = token_id      # the later id, as in the token table
+
+    cdef object _merged_to_themselves(self, const uint8_t[::1] token_data, const offset_t[::1] token_offsets,
+                                      const token_t[::1] token_ids):
+        """Which tokens the merges make of their own bytes (a bool array): under
+        Hugging Face's rule a pre-token is merged even when it is a token, and
+        for these the token is what merging gives, so they may map straight to
+        it. One GIL release for the whole vocabulary."""
+        cdef Py_ssize_t n = token_ids.shape[0]
+        cdef Py_ssize_t t
+        cdef int64_t length
+        cdef int failed = 0
+        cdef Scratch scratch
+        cdef Ids out
+        kept = np.zeros(n, dtype=np.uint8)
+        cdef uint8_t[::1] kept_view = kept
+        out.data = NULL
+        out.size = out.capacity = 0
+        out.borrowed = False
+        if scratch_init(&scratch) < 0:
+            scratch_free(&scratch)
+            raise MemoryError()
+        try:
+            with nogil:
+                for t in range(n):
+                    length = token_offsets[t + 1] - token_offsets[t]
+                    if length < 2:
+                        kept_view[t] = length == 1 and self.byte_ids[token_data[token_offsets[t]]] == token_ids[t]
+                        continue
+                    out.size = 0
+                    if self._merge(&scratch, &token_data[token_offsets[t]], length, self.n_ranks, &out) < 0:
+                        failed = 1
+                        break
+                    kept_view[t] = out.size == 1 and out.data[0] == <out_id_t>token_ids[t]
+            if failed:
+                raise MemoryError()
+            return kept.astype(bool)
+        finally:
+            mem_free(out.data)
+            scratch_free(&scratch)
 
     cdef int _register_splits(self, int32_t rank, const uint8_t* token, int64_t length,
                               int64_t readable) noexcept nogil:

@@ -4,6 +4,7 @@ from bpe._types cimport offset_t, out_id_t
 cdef class PrebuiltInts:
     cdef readonly tuple objects
     cdef readonly bint immortal
+    cdef readonly frozenset far
 
 
 cdef list ids_list(const out_id_t* ids, Py_ssize_t n, PrebuiltInts ints)

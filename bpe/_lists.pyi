@@ -1,10 +1,13 @@
+from typing import Iterable
+
 import numpy as np
 import numpy.typing as npt
 
 class PrebuiltInts:
     objects: tuple[int, ...]
     immortal: bool
-    def __init__(self, n: int, immortal: bool = True) -> None: ...
+    far: frozenset[int]
+    def __init__(self, n: int, immortal: bool = True, far: Iterable[int] = ()) -> None: ...
     def __len__(self) -> int: ...
 
 def ids_to_list(ids: npt.NDArray[np.uint32], ints: PrebuiltInts) -> list[int]: ...

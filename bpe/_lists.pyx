@@ -112,14 +112,19 @@ cdef class PrebuiltInts:
     object and a slot in each tuple of them). Elsewhere, and with
     ``immortal=False`` (what tests use to force that path), the ints are
     ordinary and every reference is counted.
+
+    Ids in ``far`` (special tokens far above the vocabulary, at or past ``n``)
+    have no prebuilt int, so that no id makes memory grow with it: a list
+    that holds one is built int by int instead (``slow_list``).
     """
 
-    def __cinit__(self, Py_ssize_t n, bint immortal=True):
+    def __cinit__(self, Py_ssize_t n, bint immortal=True, far=()):
         global shared_immortals
         cdef Py_ssize_t k, have = len(shared_immortals)
         cdef object one
         if n < 0:
             raise ValueError(f"{n} ints asked for")
+        self.far = frozenset(int(token_id) for token_id in far)
         self.immortal = immortal and PLAIN_REFCOUNT
         if not self.immortal:
             self.objects = tuple(range(n))
@@ -158,7 +163,7 @@ cdef list ids_list(const out_id_t* ids, Py_ssize_t n, PrebuiltInts ints):
     cdef Py_ssize_t k
     for k in range(n):
         if ids[k] >= n_objects:
-            raise ValueError(f"token id {ids[k]} has no prebuilt int")
+            return slow_list(ids, n, ints)
     result = list_unfilled(n, &items)
     PyObject_GC_UnTrack(<PyObject*>result)
     # Nothing fails from here on: each slot gets its reference.
@@ -171,6 +176,23 @@ cdef list ids_list(const out_id_t* ids, Py_ssize_t n, PrebuiltInts ints):
             incref(obj)
             items[k] = obj
     list_filled(<PyObject*>result, n)
+    return result
+
+
+cdef list slow_list(const out_id_t* ids, Py_ssize_t n, PrebuiltInts ints):
+    """``ids[:n]`` as a list, the prebuilt ints where there are and a new int
+    for each id in ``ints.far``: for the rare list that holds a special token
+    far above the vocabulary. Any other id raises ValueError."""
+    cdef Py_ssize_t n_objects = len(ints.objects)
+    cdef Py_ssize_t k
+    cdef list result = [None] * n
+    for k in range(n):
+        if ids[k] < n_objects:
+            result[k] = ints.objects[ids[k]]
+        elif ids[k] in ints.far:
+            result[k] = PyLong_FromSsize_t(ids[k])
+        else:
+            raise ValueError(f"token id {ids[k]} has no prebuilt int")
     return result
 
 
@@ -249,7 +271,7 @@ cdef list lists_of_ids(const out_id_t* ids, const offset_t* offsets, Py_ssize_t 
             if bad == -2:
                 raise MemoryError()
             if bad >= 0:
-                raise ValueError(f"token id {bad} has no prebuilt int")
+                return slow_lists(ids, offsets, n_lists, ints)
         result = PyList_New(n_lists)
         for t in range(n_lists):
             one = list_unfilled(offsets[t + 1] - offsets[t], &items[t])
@@ -277,10 +299,16 @@ cdef list lists_of_ids(const out_id_t* ids, const offset_t* offsets, Py_ssize_t 
                     break
                 list_filled(made[t], offsets[t + 1] - offsets[t])
         if bad >= 0:
-            raise ValueError(f"token id {bad} has no prebuilt int")
+            # The lists left unfilled hold nothing: they go with ``result``.
+            return slow_lists(ids, offsets, n_lists, ints)
         return result
     finally:
         mem_free(uses)
         mem_free(distinct)
         mem_free(items)
         mem_free(made)
+
+
+cdef list slow_lists(const out_id_t* ids, const offset_t* offsets, Py_ssize_t n_lists, PrebuiltInts ints):
+    """``lists_of_ids`` built int by int (``slow_list``): where an id has no prebuilt int."""
+    return [slow_list(ids + offsets[t], offsets[t + 1] - offsets[t], ints) for t in range(n_lists)]

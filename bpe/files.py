@@ -124,12 +124,17 @@ def create_temporary(directory: str, prefix: str = ".tmp-", suffix: str = "") ->
 
 def atomic_write_text(path: str, text: str) -> None:
     """Write ``text`` under a temporary name and rename it to ``path`` once complete."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_bytes(path: str, data: bytes) -> None:
+    """Write ``data`` under a temporary name and rename it to ``path`` once complete."""
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     fd, tmp = create_temporary(directory)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as file:
-            file.write(text)
+        with os.fdopen(fd, "wb") as file:
+            file.write(data)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -17,6 +17,9 @@ Own format (``tokenizer.bpe``), UTF-8 text, one record per line::
     ...
 
 Base64 keeps every byte string (spaces, newlines, invalid UTF-8) on one line.
+Version 2 is a vocabulary ranked by id that no merges list describes (a token
+no two earlier tokens make, as tiktoken's files may hold): the same lines
+without the merges section, which version 1 keeps for every other tokenizer.
 """
 from __future__ import annotations
 
@@ -39,6 +42,7 @@ from bpe.patterns import pattern_regex
 
 FORMAT_NAME = "bpe-tokenizer"
 FORMAT_VERSION = 1
+RANKED_VERSION = 2          # a vocabulary ranked by id, without merges (see above)
 FILE_NAME = "tokenizer.bpe"
 HF_FILE_NAME = "tokenizer.json"
 
@@ -180,13 +184,15 @@ def write_own(path: str, data: TokenizerData) -> str:
     path = os.fspath(path)
     if not path.endswith(".bpe") or os.path.isdir(path):
         path = os.path.join(path, FILE_NAME)
-    lines = [f"{FORMAT_NAME} {FORMAT_VERSION}",
+    version = FORMAT_VERSION if data.merges is not None else RANKED_VERSION
+    lines = [f"{FORMAT_NAME} {version}",
              json.dumps({"pattern": data.pattern, "special_tokens": data.special_tokens},
                         ensure_ascii=False),
              f"vocab {len(data.vocab)}"]
     lines += [f"{token_id} {_b64(token)}" for token_id, token in sorted(data.vocab.items())]
-    lines.append(f"merges {len(data.merges)}")
-    lines += [f"{_b64(left)} {_b64(right)}" for left, right in data.merges]
+    if data.merges is not None:
+        lines.append(f"merges {len(data.merges)}")
+        lines += [f"{_b64(left)} {_b64(right)}" for left, right in data.merges]
     atomic_write_text(path, "\n".join(lines) + "\n")
     return path
 
@@ -202,8 +208,9 @@ def read_own(path) -> TokenizerData:
     path = own_path(path)
     lines = _Lines(path)
     first = lines.next("the format line")
-    if first != f"{FORMAT_NAME} {FORMAT_VERSION}":
-        raise lines.error(f"expected '{FORMAT_NAME} {FORMAT_VERSION}', found {first[:60]!r}")
+    if first not in (f"{FORMAT_NAME} {FORMAT_VERSION}", f"{FORMAT_NAME} {RANKED_VERSION}"):
+        raise lines.error(f"expected '{FORMAT_NAME} {FORMAT_VERSION}' or '{FORMAT_NAME} {RANKED_VERSION}', "
+                          f"found {first[:60]!r}")
     try:
         header = json.loads(lines.next("the JSON header"))
         pattern, special_tokens = header["pattern"], header["special_tokens"]
@@ -224,8 +231,8 @@ def read_own(path) -> TokenizerData:
         if token_id in vocab:
             raise lines.error(f"id {token_id} is given twice")
         vocab[token_id] = lines.b64(record[1])
-    merges = []
-    for record in lines.section("merges"):
+    merges = None if first.endswith(f" {RANKED_VERSION}") else []
+    for record in lines.section("merges") if merges is not None else ():
         if len(record) != 2:
             raise lines.error("expected '<base64> <base64>'")
         merges.append((lines.b64(record[0]), lines.b64(record[1])))

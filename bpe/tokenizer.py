@@ -1,5 +1,5 @@
-"""The Tokenizer: a vocabulary, its ordered merges, special tokens and a pattern;
-and ``load``, which reads one by name or from a file."""
+"""The Tokenizer: a vocabulary (``bpe.vocabulary``), the rule that merges it, special
+tokens and a pattern; and ``load``, which reads one by name or from a file."""
 from __future__ import annotations
 
 import functools
@@ -17,21 +17,18 @@ from bpe.encoder import Encoder
 from bpe.errors import TokenizerFileError
 from bpe.formats import (FILE_NAME, HF_FILE_NAME, RankTable, TokenizerData, flatten, huggingface_path,
                          read_gpt2_files, read_huggingface, read_own, read_tiktoken_table, take_pieces,
-                         with_headers, write_gpt2_files, write_huggingface, write_own, write_tiktoken)
+                         write_gpt2_files, write_huggingface, write_own, write_tiktoken)
 from bpe.patterns import (canonical_pattern, compile_pattern, find_safe_cut, native_pattern_id,
                           regex_pretokens)
 from bpe.pretrained import ALIASES, FINGERPRINTS, PRETRAINED, pretrained_table
-from bpe.specials import check_special_tokens, refuse_disallowed, special_policy, special_spans
+from bpe.specials import refuse_disallowed, special_policy, special_spans
+from bpe.vocabulary import Merges, Ranks, Rule, Vocabulary, merge_pairs, ranks_from_merges, rule_records
 from bpe.workers import map_on_threads
 
 if TYPE_CHECKING:
     from bpe.view import TokenComparison
 
 Pair = tuple[bytes, bytes]
-#: Ids must be dense: at most this many ids below the largest may be unused (the
-#: pretrained vocabularies leave up to 18 between their special tokens), so no
-#: id read from a file can make memory grow beyond the vocabulary's own size.
-MAX_UNUSED_IDS = 1024
 #: encode_batch hands the kernel at least about this many characters (not bytes)
 #: per call, and at most MAX_BATCH_CHARS: as many as leave each thread
 #: BATCHES_PER_THREAD batches. Each batch costs a session, three GIL releases
@@ -43,12 +40,10 @@ MAX_UNUSED_IDS = 1024
 BATCH_CHARS = 1 << 18
 MAX_BATCH_CHARS = 1 << 20
 BATCHES_PER_THREAD = 8
-
-
-def _check_dense(largest: int, n_tokens: int) -> None:
-    if largest >= n_tokens + MAX_UNUSED_IDS:
-        raise ValueError(f"token ids are not dense: the largest is {largest} for "
-                         f"{n_tokens} tokens (at most {MAX_UNUSED_IDS} ids may be unused)")
+#: The version of what ``fingerprint`` hashes: a change of it makes token arrays
+#: and shards written before look stale, as they should when the hash means
+#: something else.
+FINGERPRINT_VERSION = 2
 
 
 def batch_chars(total_chars: int, threads: int) -> int:
@@ -72,24 +67,23 @@ def batches(texts: Sequence[str], chars: int = BATCH_CHARS) -> list[list[str]]:
     return batches
 
 
-def _words(*columns: np.ndarray) -> np.ndarray:
-    """Each row's values as little-endian uint32 words side by side, as a row of bytes."""
-    return np.stack([np.asarray(column, dtype="<u4") for column in columns], axis=1).view(np.uint8)
-
-
 class Tokenizer:
     """A byte-level BPE tokenizer.
 
     Parameters
     ----------
     vocab : dict[int, bytes]
-        Every token's bytes by id.
+        Every token's bytes by id (special tokens may be left out when given
+        by id).
     merges : list[tuple[bytes, bytes]] or None
-        The merges in the order they were learned (earliest = highest priority).
-        None derives them from the vocab's id order, as for tiktoken's rank
-        files: each token above the bytes must split into two earlier tokens.
+        The merges in the order they were learned (earliest = highest
+        priority): a token's rank is the place of the first merge that makes
+        it. None ranks the tokens by id, as tiktoken's rank files do; then any
+        ranked vocabulary works (tiktoken's rule: parts merge when their bytes
+        joined are a token, the lowest rank first).
     special_tokens : dict[str, int] or sequence of str, optional
-        Special tokens by id; a sequence is looked up in ``vocab`` by its bytes.
+        Special tokens by id (several names may share one; an id need not be in
+        ``vocab``), or names looked up in ``vocab`` by their bytes.
     pattern : str or None
         "gpt2", "cl100k", "o200k", a custom regex, or None for no pre-tokenization.
     """
@@ -97,227 +91,111 @@ class Tokenizer:
     def __init__(self, vocab: Mapping[int, bytes], merges: Optional[Sequence[Pair]],
                  special_tokens: Union[Mapping[str, int], Sequence[str], None] = None,
                  *, pattern: Optional[str] = "gpt2"):
-        self._vocab = {int(i): bytes(b) for i, b in vocab.items()}
-        if len(self._vocab) != len(vocab) or not all(type(i) is int for i in vocab) or \
-                not all(type(b) is bytes for b in vocab.values()):
-            self._check_vocab_types(vocab)
-        if self._vocab and (min(self._vocab) < 0 or not all(self._vocab.values())):
-            for token_id, token in self._vocab.items():
-                if token_id < 0:
-                    raise ValueError(f"vocab id {token_id} is negative")
-                if not token:
-                    raise ValueError(f"vocab id {token_id} is an empty token")
-        if self._vocab:
-            _check_dense(max(self._vocab), len(self._vocab))
+        vocabulary = Vocabulary.from_dict(vocab, special_tokens)
+        checked = None if merges is None else self._check_merges(merges)
+        rule = Ranks(None) if checked is None else ranks_from_merges(vocabulary, checked)
+        self._setup(vocabulary, rule, pattern, checked)
+
+    def _setup(self, vocabulary: Vocabulary, rule: Rule, pattern: Optional[str],
+               merges: Optional[list[Pair]] = None, source: Optional[str] = None) -> None:
+        """The one place a tokenizer's state is made, whichever door it came in by."""
         self.pattern = canonical_pattern(pattern)
-        self.special_tokens = self._check_special_tokens(special_tokens)
-        special_ids = set(self.special_tokens.values())
-        self._by_bytes = {}
-        for token_id, token in sorted(self._vocab.items()):
-            if token_id not in special_ids:
-                self._by_bytes.setdefault(token, token_id)
-        self._table: Optional[RankTable] = None
+        self._vocabulary = vocabulary
+        self._rule = rule
+        self._merges = merges             # the merges as given or read; else made on demand
+        self._vocab: Optional[dict[int, bytes]] = None
         self._encoder_lock = threading.Lock()
         self._fingerprint: Optional[str] = None     # fingerprint(), once asked
         self._encoder: Optional[Encoder] = None
         #: The file this tokenizer was read from, if any (named in errors about its pattern).
-        self.source: Optional[str] = None
-        for byte in range(256):
-            if bytes([byte]) not in self._by_bytes:
-                raise ValueError(f"the vocab has no token for byte {byte:#04x}")
-        self._n_vocab = max(self._vocab) + 1 if self._vocab else 0
-        if merges is not None:
-            self._merges = self._check_merges(merges)
-        else:
-            # Recovering the merges builds the very Encoder that encoding needs (the
-            # same tokens in the same order): keep it rather than build it again on
-            # the first encode (0.4 s for o200k).
-            self._merges, encoder = self._merges_from_ranks()
-            self._set_encoder(encoder)
+        self.source = source
+
+    @classmethod
+    def _from_parts(cls, vocabulary: Vocabulary, rule: Rule, pattern: Optional[str], source: Optional[str],
+                    merges: Optional[list[Pair]] = None) -> "Tokenizer":
+        tokenizer = cls.__new__(cls)
+        tokenizer._setup(vocabulary, rule, pattern, merges, source)
+        return tokenizer
 
     @classmethod
     def _from_rank_table(cls, table: RankTable, special_tokens: Mapping[str, int], pattern: Optional[str],
-                         source: str, *, check_merges: bool = True) -> "Tokenizer":
-        """A tokenizer over a rank file's arrays (``formats.read_tiktoken_table``), with
-        the special tokens at the ids given; errors raise TokenizerFileError naming
-        ``source``.
-
-        The encoder is built straight from the arrays, and the dicts (``vocab``,
-        ``merges``, ids by bytes) only when first asked for: building them is most
-        of what loading o200k cost (0.7 s), and encoding and counting never need
-        them. With ``check_merges`` the merges are recovered at once, so that a
-        token that does not split into two earlier ones is refused at load, as the
-        constructor refuses it; only the shipped files, which the tests check,
-        skip it."""
-        special_ids = list(special_tokens.values())
-        if np.isin(np.array(special_ids, dtype=np.int64), table.ranks).any():
-            # A special token that takes an ordinary token's id replaces it: the
-            # dict path says what that means.
-            vocab = dict(zip(table.ranks.tolist(), table.tokens()))
-            for name, token_id in special_tokens.items():
-                vocab[token_id] = name.encode("utf-8")
-            return cls.from_data(TokenizerData(vocab, None, dict(special_tokens), pattern), source)
-        tokenizer = cls.__new__(cls)
+                         source: str) -> "Tokenizer":
+        """A tokenizer over a rank file's arrays (``formats.read_tiktoken_table``),
+        tiktoken's rule, the special tokens at the ids given; errors raise
+        TokenizerFileError naming ``source``. Loading builds no dict: encoding
+        and counting never need them, and building them was most of what
+        loading o200k cost (0.7 s)."""
         try:
-            tokenizer._adopt_table(table, special_tokens, pattern)
-            if check_merges:
-                tokenizer._merges = tokenizer._merges_of_table()
+            vocabulary = Vocabulary(table, special_tokens)
+            return cls._from_parts(vocabulary, Ranks(None), pattern, source)
         except (ValueError, TypeError) as e:
             raise TokenizerFileError(f"{source}: {e}") from None
-        tokenizer.source = tokenizer._encoder.source = source
-        return tokenizer
 
-    def _adopt_table(self, table: RankTable, special_tokens: Mapping[str, int], pattern: Optional[str]) -> None:
-        """``__init__``'s checks and state for ``_from_rank_table``, over the arrays."""
-        self.pattern = canonical_pattern(pattern)
-        check_special_tokens(list(special_tokens))
-        for name, token_id in special_tokens.items():
-            if isinstance(token_id, bool) or not isinstance(token_id, (int, np.integer)) or token_id < 0:
-                raise ValueError(f"special token {name!r} has id {token_id!r}, not an int >= 0")
-        self.special_tokens = {name: int(token_id) for name, token_id in special_tokens.items()}
-        data, offsets, ranks = table
-        lengths = np.diff(offsets)
-        if len(ranks) and lengths.min() == 0:
-            raise ValueError(f"vocab id {ranks[np.argmin(lengths)]} is an empty token")
-        largest = max([int(ranks[-1]) if len(ranks) else -1, *self.special_tokens.values()])
-        if largest >= 0:
-            _check_dense(largest, len(ranks) + len(self.special_tokens))
-        single = lengths == 1
-        byte_ids = np.full(256, -1, dtype=np.int32)
-        byte_ids[data[offsets[:-1][single]]] = ranks[single]      # tokens are distinct: one each
-        if (byte_ids < 0).any():
-            raise ValueError(f"the vocab has no token for byte {int(np.argmin(byte_ids)):#04x}")
-        self._table = table
-        self._vocab = self._by_bytes = self._merges = None
-        self._n_vocab = largest + 1
-        self.source = None
-        self._encoder_lock = threading.Lock()
-        self._fingerprint: Optional[str] = None     # fingerprint(), once asked
-        self._encoder = None
-        self._set_encoder(Encoder({"byte_ids": byte_ids, "token_data": data, "token_offsets": offsets,
-                                   "token_ids": ranks.astype(np.int32),
-                                   "ranked_ids": ranks[~single].astype(np.int32)},
-                                  self.pattern, self.special_tokens))
+    # ------------------------------------------------------------------ the vocabulary
+
+    @property
+    def special_tokens(self) -> dict[str, int]:
+        """Special tokens by name (several names may share an id)."""
+        return self._vocabulary.special_tokens
 
     @property
     def vocab(self) -> dict[int, bytes]:
-        """Every token's bytes by id, special tokens included."""
+        """Every token's bytes by id, special tokens included (an id that is both
+        an ordinary and a special token's gives the ordinary token's bytes)."""
         if self._vocab is None:
-            self._unpack_table()
+            self._vocab = self._vocabulary.vocab()
         return self._vocab
 
     @property
     def merges(self) -> list[Pair]:
-        """The merges in the order they were learned (earliest = highest priority)."""
+        """The merges in priority order (earliest first): as given or read, or
+        made from the ranks (each token split as the ranks before it split it).
+        ValueError where a ranked token is no merge of two tokens: such a
+        vocabulary has ranks, not merges (tiktoken's rule encodes it)."""
         if self._merges is None:
-            self._merges = self._merges_of_table()
+            self._merges = self._merges_of_rule()
         return self._merges
 
     @property
     def _ids_by_bytes(self) -> dict[bytes, int]:
         """Each ordinary token's id by its bytes."""
-        if self._by_bytes is None:
-            self._unpack_table()
-        return self._by_bytes
+        return self._vocabulary.ids_by_bytes
 
-    def _unpack_table(self) -> None:
-        """``vocab`` and ids by bytes, from the rank table this tokenizer was loaded from."""
-        tokens = self._table.tokens()
-        ranks = self._table.ranks.tolist()
-        by_bytes = dict(zip(tokens, ranks))
-        vocab = dict(zip(ranks, tokens))
-        for name, token_id in self.special_tokens.items():
-            vocab[token_id] = name.encode("utf-8")
-        self._by_bytes = by_bytes
-        self._vocab = vocab
+    def _ranked_ids(self) -> np.ndarray:
+        ranked = self._rule.ranked
+        return self._vocabulary.merged_ids() if ranked is None else ranked
 
-    def _merges_of_table(self) -> list[Pair]:
-        """The merges recovered from the rank table (``_merges_from_ranks``, over arrays)."""
-        merged, _, _, parts, n_parts = self._split_table()
-        return self._merges_of_parts(self._table.ranks[merged].tolist(), parts, n_parts)
-
-    def _split_table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """The rank table's merged tokens (their indices, in rank order: the merges'
-        order), as flat arrays, and ``Encoder.split_ranked``'s parts of each."""
-        data, offsets, _ = self._table
-        merged = np.flatnonzero(np.diff(offsets) > 1)
-        merged_data, merged_offsets = take_pieces(data, offsets, merged)
-        return (merged, merged_data, merged_offsets) + self.encoder.split_ranked(merged_data, merged_offsets)
-
-    def _merges_of_parts(self, ranked: list[int], parts: np.ndarray, n_parts: np.ndarray) -> list[Pair]:
-        """The merges from ``Encoder.split_ranked``'s parts of the ``ranked`` tokens;
-        ValueError names a token that does not split into two earlier ones."""
-        vocab = self.vocab
+    def _merges_of_rule(self) -> list[Pair]:
+        decoder = self._vocabulary.decoder
+        if isinstance(self._rule, Merges):
+            return [(decoder[left], decoder[right]) for left, right in self._rule.pairs.tolist()]
+        ranked = self._ranked_ids()
+        parts, n_parts = self._split_ranked(ranked)
         bad = np.flatnonzero(n_parts != 2)
         if len(bad):
-            token_id = ranked[bad[0]]
-            raise ValueError(f"token {token_id} {vocab[token_id]!r} does not split into "
-                             f"two earlier tokens (it splits into {n_parts[bad[0]]})")
-        return [(vocab[left], vocab[right]) for left, right in parts.tolist()]
+            token_id = int(ranked[bad[0]])
+            raise ValueError(f"token {token_id} {decoder[token_id]!r} is no merge of two tokens ranked before "
+                             f"it (the ranks before it split it into {n_parts[bad[0]]}): this vocabulary "
+                             "has ranks, not merges; tiktoken's rule encodes it, but formats that list "
+                             "merges cannot hold it")
+        return [(decoder[left], decoder[right]) for left, right in parts.tolist()]
+
+    def _split_ranked(self, ranked: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each ranked token split by the ranks before it (``Encoder.split_ranked``)."""
+        data, offsets, ids = self._vocabulary.table
+        rows = np.searchsorted(ids, ranked)
+        return self.encoder.split_ranked(*take_pieces(data, offsets, rows))
 
     @staticmethod
-    def _check_vocab_types(vocab: Mapping) -> None:
-        """Ids are ints (not bools or strings that int() would read), tokens bytes-like."""
-        for token_id, token in vocab.items():
-            if isinstance(token_id, bool) or not isinstance(token_id, (int, np.integer)):
-                raise ValueError(f"vocab id {token_id!r} is not an int")
-            if not isinstance(token, (bytes, bytearray, memoryview)):
-                raise ValueError(f"vocab id {token_id}: {token!r} is not bytes")
-        if len({int(token_id) for token_id in vocab}) != len(vocab):
-            raise ValueError("the vocab gives one id twice (as equal numbers of different types)")
-
-    def _check_special_tokens(self, special_tokens) -> dict[str, int]:
-        if special_tokens is None:
-            return {}
-        if not isinstance(special_tokens, Mapping):
-            names = check_special_tokens(special_tokens)
-            by_bytes = {token: token_id for token_id, token in self.vocab.items()}
-            missing = [name for name in names if name.encode("utf-8") not in by_bytes]
-            if missing:
-                raise ValueError(f"special token {missing[0]!r} is not in the vocab")
-            return {name: by_bytes[name.encode("utf-8")] for name in names}
-        check_special_tokens(list(special_tokens))
-        checked = {}
-        for name, token_id in special_tokens.items():
-            if isinstance(token_id, bool) or not isinstance(token_id, (int, np.integer)):
-                raise ValueError(f"special token {name!r} has id {token_id!r}, not an int")
-            if self.vocab.get(token_id) != name.encode("utf-8"):
-                raise ValueError(f"special token {name!r} has id {token_id}, but vocab[{token_id}] "
-                                 f"is {self.vocab.get(token_id)!r}")
-            checked[name] = int(token_id)
-        return checked
-
-    def _check_merges(self, merges: Sequence[Pair]) -> list[Pair]:
+    def _check_merges(merges: Sequence[Pair]) -> list[Pair]:
         checked = []
         for index, merge in enumerate(merges):
             try:
                 left, right = merge
+                checked.append((bytes(left), bytes(right)))
             except (TypeError, ValueError):
                 raise ValueError(f"merge {index} is {merge!r}, not a pair of bytes") from None
-            left, right = bytes(left), bytes(right)
-            for part in (left, right, left + right):
-                if part not in self._ids_by_bytes:
-                    raise ValueError(f"merge {index} {(left, right)!r}: token {part!r} is not in the vocab")
-            checked.append((left, right))
         return checked
-
-    def _merges_from_ranks(self) -> tuple[list[Pair], Encoder]:
-        """Recover merges from id order: token k (after the bytes) is made by merging
-        the two parts it splits into when only the merges before it apply."""
-        special_ids = set(self.special_tokens.values())
-        ranked = [token_id for token_id, token in sorted(self._vocab.items())
-                  if token_id not in special_ids and len(token) > 1
-                  and self._by_bytes.get(token) == token_id]
-        encoder, parts, n_parts = self._split_in_rank_order(ranked)
-        return self._merges_of_parts(ranked, parts, n_parts), encoder
-
-    def _split_in_rank_order(self, ranked: list[int]) -> tuple[Encoder, np.ndarray, np.ndarray]:
-        """An encoder whose merged tokens are ``ranked`` (rank 0 first), and each of
-        those tokens split by only the ranks before it (``Encoder.split_ranked``)."""
-        encoder = Encoder.from_tokens(self._ids_by_bytes, ranked, self.pattern, self.special_tokens,
-                                      self.source)
-        parts, n_parts = encoder.split_ranked(*flatten([self.vocab[token_id] for token_id in ranked]))
-        return encoder, parts, n_parts
 
     @property
     def encoder(self) -> Encoder:
@@ -325,18 +203,17 @@ class Tokenizer:
         if self._encoder is None:
             with self._encoder_lock:
                 if self._encoder is None:
-                    ranked, seen = [], set()
-                    for left, right in self.merges:
-                        token_id = self._ids_by_bytes[left + right]
-                        if token_id not in seen:
-                            seen.add(token_id)
-                            ranked.append(token_id)
-                    self._set_encoder(Encoder.from_tokens(self._ids_by_bytes, ranked, self.pattern,
-                                                          self.special_tokens, self.source))
+                    self._set_encoder(Encoder(self._vocabulary.encoder_arrays(self._rule), self.pattern,
+                                              self.special_tokens, self.source))
         return self._encoder
 
     def _set_encoder(self, encoder: Encoder) -> None:
-        self._ints = PrebuiltInts(self.n_vocab)   # set first: readers test _encoder alone
+        vocabulary = self._vocabulary
+        limit = vocabulary.prebuilt_limit()
+        ranks = vocabulary.table.ranks
+        far = [*ranks[np.searchsorted(ranks, limit):].tolist(),
+               *(token_id for token_id in vocabulary.special_tokens.values() if token_id >= limit)]
+        self._ints = PrebuiltInts(limit, far=far)   # set first: readers test _encoder alone
         self._encoder = encoder
 
     def _to_list(self, ids: np.ndarray) -> list[int]:
@@ -557,7 +434,7 @@ class Tokenizer:
 
     def decode_bytes(self, ids: Iterable[int]) -> bytes:
         """The bytes of ``ids``; an id not in the vocab raises ValueError naming it."""
-        vocab = self.vocab
+        vocab = self._vocabulary.decoder
         try:
             return b"".join([vocab[i] for i in (ids.tolist() if isinstance(ids, np.ndarray) else ids)])
         except KeyError as e:
@@ -584,17 +461,18 @@ class Tokenizer:
         that character). Invalid UTF-8 raises, as in tiktoken, unless ``errors``
         says otherwise (offsets then count the bytes of replaced characters as
         ``bytes.decode`` does not: use them with valid text)."""
-        vocab = self.vocab
+        vocab = self._vocabulary.decoder
         try:
             pieces = [vocab[token_id] for token_id in ids]
         except KeyError as e:
             raise ValueError(f"token id {e.args[0]!r} is not in the vocab (n_vocab={self.n_vocab})") from None
         offsets, characters = [], 0
         for piece in pieces:
-            continuation = 0x80 <= piece[0] < 0xC0
+            continuation = bool(piece) and 0x80 <= piece[0] < 0xC0      # an empty token starts nowhere
             offsets.append(max(0, characters - continuation))
             characters += sum(1 for byte in piece if not 0x80 <= byte < 0xC0)
         return b"".join(pieces).decode("utf-8", errors=errors), offsets
+
 
     def __getstate__(self):
         # The encoder goes along as its flat arrays (a megabyte or two), so an
@@ -604,6 +482,7 @@ class Tokenizer:
         state = self.__dict__.copy()
         state["_encoder"] = self.encoder.__getstate__()        # plain arrays: built on arrival
         state["_fingerprint"] = self.fingerprint()
+        state["_vocab"] = None                                  # a view, made again on demand
         state.pop("_ints", None)
         del state["_encoder_lock"]
         return state
@@ -626,13 +505,14 @@ class Tokenizer:
     @property
     def n_vocab(self) -> int:
         """One more than the largest id (tiktoken's meaning)."""
-        return self._n_vocab
+        return self._vocabulary.n_vocab
 
     def fingerprint(self) -> str:
-        """sha256 of everything that decides the ids: pattern, special tokens, vocab, merges.
+        """sha256 of everything that decides the ids: pattern, special tokens, the
+        vocabulary and the rule that merges it.
 
-        Made once per tokenizer (a tokenizer does not change), as it costs
-        0.03-0.25 s and every ``encode_file`` and every pickle records it."""
+        Made once per tokenizer (a tokenizer does not change), as every
+        ``encode_file`` and every pickle records it."""
         if self._fingerprint is None:
             self._fingerprint = self._make_fingerprint()
         return self._fingerprint
@@ -641,44 +521,15 @@ class Tokenizer:
         import hashlib                                       # on use: loading never needs it
 
         digest = hashlib.sha256()
-        digest.update(json.dumps([self.pattern, sorted(self.special_tokens.items())]).encode())
-        records = self._table_records() if self._vocab is None else None
-        if records is not None:
-            for record in records:
-                digest.update(record)
-            return digest.hexdigest()
-        for token_id, token in sorted(self.vocab.items()):
-            digest.update(token_id.to_bytes(4, "little") + len(token).to_bytes(4, "little") + token)
-        for left, right in self.merges:
-            digest.update(len(left).to_bytes(4, "little") + left + right)
+        digest.update(json.dumps([f"bpe fingerprint {FINGERPRINT_VERSION}", self.pattern,
+                                  self._pipeline_identity()]).encode())
+        digest.update(self._vocabulary.records())
+        digest.update(rule_records(self._rule))
         return digest.hexdigest()
 
-    def _table_records(self) -> Optional[tuple[bytes, bytes]]:
-        """The bytes ``fingerprint`` hashes for the vocab and for the merges, made
-        from the rank table without unpacking it (every encode_file records the
-        fingerprint, and unpacking o200k's dicts took 0.3 s of its first call,
-        before any worker ran); None where only the dicts say it exactly (no
-        table, or a special token that takes an ordinary token's id)."""
-        if self._table is None:
-            return None
-        data, offsets, ranks = self._table
-        names = sorted((token_id, name.encode("utf-8")) for name, token_id in self.special_tokens.items())
-        special_ids = np.array([token_id for token_id, _ in names], dtype=np.int64)
-        if np.isin(ranks, special_ids).any():
-            return None
-        _, merged_data, merged_offsets, parts, n_parts = self._split_table()
-        if (n_parts != 2).any():
-            return None                                   # the dicts' path names the token
-        # Every token by id (special tokens' names among them), each after its id and length.
-        name_data, name_offsets = flatten([name for _, name in names])
-        ids = np.concatenate([ranks, special_ids])
-        by_id = np.argsort(ids, kind="stable")
-        token_data, token_offsets = take_pieces(np.concatenate([data, name_data]),
-                                                np.concatenate([offsets, name_offsets[1:] + offsets[-1]]), by_id)
-        vocab = with_headers(_words(ids[by_id], np.diff(token_offsets)), token_data, token_offsets)
-        # Each merge: its left part's length, then both parts (the merged token).
-        left_lengths = np.diff(offsets)[np.searchsorted(ranks, parts[:, 0])]
-        return vocab, with_headers(_words(left_lengths), merged_data, merged_offsets)
+    def _pipeline_identity(self):
+        """What else decides the ids (a subclass's text pipeline): None here."""
+        return None
 
     # ------------------------------------------------------------------ files
 
@@ -695,15 +546,11 @@ class Tokenizer:
         except (ValueError, TypeError) as e:
             raise TokenizerFileError(f"{source}: {e}") from None
         tokenizer.source = source
-        if tokenizer._encoder is not None:
-            tokenizer._encoder.source = source
         return tokenizer
 
     def _check_merge_order(self) -> None:
         """Merge k makes the k-th merged token in id order, and every merged token is made."""
-        special_ids = set(self.special_tokens.values())
-        merged_ids = [token_id for token_id, token in sorted(self.vocab.items())
-                      if len(token) > 1 and token_id not in special_ids]
+        merged_ids = self._vocabulary.merged_ids().tolist()
         made = [self._ids_by_bytes[left + right] for left, right in self.merges]
         for index, (made_id, expected_id) in enumerate(zip(made, merged_ids)):
             if made_id != expected_id:
@@ -715,8 +562,17 @@ class Tokenizer:
             raise ValueError(f"the vocab has {len(merged_ids)} merged tokens but there are "
                              f"{len(made)} merges (a merges file cut short, or not this vocab's)")
 
-    def _data(self) -> TokenizerData:
-        return TokenizerData(self.vocab, self.merges, self.special_tokens, self.pattern)
+    def _data(self, *, need_merges: bool = True) -> TokenizerData:
+        """What the writers take. Without ``need_merges`` (bpe's own format), a
+        vocabulary whose ranks make no merges list is written with its ranks."""
+        if isinstance(self._rule, Merges) or need_merges:
+            merges = self.merges
+        else:
+            try:
+                merges = self.merges
+            except ValueError:
+                merges = None
+        return TokenizerData(self.vocab, merges, self.special_tokens, self.pattern)
 
     @classmethod
     def from_huggingface(cls, path) -> "Tokenizer":
@@ -726,37 +582,12 @@ class Tokenizer:
         path = huggingface_path(path)
         data, ignore_merges = read_huggingface(path)
         try:
-            tokenizer = cls(data.vocab, data.merges, data.special_tokens, pattern=data.pattern)
-            tokenizer._check_merges_reproduced(all_tokens_merged=not ignore_merges)
+            vocabulary = Vocabulary.from_dict(data.vocab, data.special_tokens)
+            rule = merge_pairs(vocabulary, data.merges, ignore_merges,
+                               where=lambda index: f"model.merges[{index}]")
+            return cls._from_parts(vocabulary, rule, data.pattern, path, data.merges)
         except (ValueError, TypeError) as e:
             raise TokenizerFileError(f"{path}: {e}") from None
-        tokenizer.source = tokenizer.encoder.source = path
-        return tokenizer
-
-    def _check_merges_reproduced(self, all_tokens_merged: bool) -> None:
-        """Refuse merges that encoding by rank would not replay: merge k must be the
-        split that the merges before it make of its token. Then a listed merge and
-        bpe's rule (any two tokens that join into the k-th merged token) agree, and
-        each merged token encodes to itself. With ``all_tokens_merged`` (a file that
-        does not map whole words straight to tokens), every token must be made by
-        a merge, or a word equal to it would encode differently."""
-        ranked = [self._ids_by_bytes[left + right] for left, right in self.merges]
-        if len(set(ranked)) != len(ranked):
-            raise ValueError("two merges make the same token")
-        encoder, parts, n_parts = self._split_in_rank_order(ranked)
-        for k, ((left, right), count) in enumerate(zip(parts.tolist(), n_parts.tolist())):
-            if count != 2 or (self.vocab[left], self.vocab[right]) != self.merges[k]:
-                raise ValueError(f"merge {k} {self.merges[k]!r}: the merges before it split "
-                                 f"{self.vocab[ranked[k]]!r} otherwise, so encoding by rank would not "
-                                 "replay it")
-        if all_tokens_merged:
-            special_ids = set(self.special_tokens.values())
-            made = set(ranked)
-            for token_id, token in sorted(self.vocab.items()):
-                if len(token) > 1 and token_id not in special_ids and token_id not in made:
-                    raise ValueError(f"token {token_id} {token!r} is made by no merge, and "
-                                     "ignore_merges is false: a word equal to it would not encode to it")
-        self._set_encoder(encoder)
 
     @classmethod
     def from_files(cls, vocab_json, merges_txt, special_tokens=None, *,
@@ -779,8 +610,8 @@ class Tokenizer:
     @classmethod
     def from_tiktoken(cls, path, *, pattern: Optional[str],
                       special_tokens: Optional[Mapping[str, int]] = None) -> "Tokenizer":
-        """Load a tiktoken rank file (``base64 rank`` lines; ``.gz`` too); merges are
-        recovered from the ranks."""
+        """Load a tiktoken rank file (``base64 rank`` lines; ``.gz`` too), encoded
+        by tiktoken's rule."""
         path = os.fspath(path)
         return cls._from_rank_table(read_tiktoken_table(path), dict(special_tokens or {}), pattern, path)
 
@@ -790,7 +621,7 @@ class Tokenizer:
         ``tiktoken.Encoding(name, pat_str=..., mergeable_ranks=tiktoken.load.load_tiktoken_bpe(path),
         special_tokens=tok.special_tokens)`` then encodes as this tokenizer does.
         """
-        return write_tiktoken(os.fspath(path), self._data())
+        return write_tiktoken(os.fspath(path), self._data(need_merges=False))
 
     def to_huggingface(self, path, *, eos_token: Optional[str] = None, bos_token: Optional[str] = None,
                        pad_token: Optional[str] = None) -> str:
@@ -810,17 +641,22 @@ class Tokenizer:
         Returns the path written. The file is complete or absent: it is written
         under a temporary name and renamed.
         """
-        return write_own(path, self._data())
+        if isinstance(self._rule, Merges):
+            raise ValueError("this tokenizer merges by Hugging Face's rule (only listed pairs merge), "
+                             "which bpe's own format does not hold: save it with to_huggingface")
+        return write_own(path, self._data(need_merges=False))
 
     def __eq__(self, other) -> bool:
         if not isinstance(other, Tokenizer):
             return NotImplemented
-        return (self.vocab == other.vocab and self.merges == other.merges
-                and self.special_tokens == other.special_tokens and self.pattern == other.pattern)
+        return self.fingerprint() == other.fingerprint()
+
+    __hash__ = None
 
     def __repr__(self) -> str:
-        return (f"Tokenizer(n_vocab={self.n_vocab}, merges={len(self.merges)}, "
-                f"special_tokens={len(self.special_tokens)}, pattern={self.pattern!r})")
+        rule = "merges" if isinstance(self._rule, Merges) else "ranks"
+        return (f"Tokenizer(n_vocab={self.n_vocab}, tokens={self._vocabulary.n_ordinary}, "
+                f"special_tokens={len(self.special_tokens)}, pattern={self.pattern!r}, rule={rule!r})")
 
 
 _ENCODERS: dict = {}          # fingerprint -> Encoder, the few this process unpickled last
@@ -848,17 +684,16 @@ def _shared_encoder(fingerprint: Optional[str], encoder_state: dict) -> Encoder:
 
 @functools.lru_cache(maxsize=None)
 def _load_pretrained(name: str) -> Tokenizer:
-    # The shipped files are the authentic ones, and the tests check that their
-    # merges recover (tests/test_pretrained.py): a fresh process need not.
     table, special_tokens, pattern = pretrained_table(name)
-    tokenizer = Tokenizer._from_rank_table(table, special_tokens, pattern, name, check_merges=False)
+    tokenizer = Tokenizer._from_rank_table(table, special_tokens, pattern, name)
     tokenizer._fingerprint = FINGERPRINTS[name]
     return tokenizer
 
 
 def load(name_or_path) -> Tokenizer:
-    """Load "gpt2" (or "r50k_base", its other name), "cl100k_base" or "o200k_base"
-    (shipped in the package, offline), or a tokenizer from a file or directory:
+    """Load a vocabulary shipped in the package by name, offline (every encoding
+    tiktoken knows: "gpt2" or "r50k_base", "p50k_base", "p50k_edit",
+    "cl100k_base", "o200k_base", "o200k_harmony"), or a tokenizer from a file or directory:
     bpe's own (``Tokenizer.save``), a Hugging Face ``tokenizer.json``, or GPT-2's
     ``vocab.json`` with ``merges.txt``."""
     if isinstance(name_or_path, str) and (name_or_path in PRETRAINED or name_or_path in ALIASES):

@@ -115,7 +115,8 @@ def test_a_special_token_that_is_not_unicode_is_refused():
 @pytest.mark.parametrize("name", ["gpt4", "cl100k", "o200k"])
 def test_an_unknown_name_lists_the_built_in_ones(name):
     with pytest.raises(FileNotFoundError, match=rf"no tokenizer '{name}': not a built-in name "
-                                                r"\(gpt2, cl100k_base, o200k_base, r50k_base\)"):
+                                                r"\(gpt2, p50k_base, p50k_edit, cl100k_base, o200k_base, "
+                                                r"o200k_harmony, r50k_base\)"):
         bpe.load(name)
 
 

@@ -16,14 +16,17 @@ PACKAGE = os.path.dirname(bpe.__file__)
 DOCS = os.path.join(PACKAGE, os.pardir, "docs", "architecture.md")
 
 #: Top to bottom. Python and Cython alike; a .pyx and its .pxd are one module.
+#: A subpackage's modules are named with a dot ("tiktoken.core"); its
+#: ``__init__`` by the subpackage's name.
 LAYERS = [
     "__main__", "cli", "distributed", "__init__",                    # front doors
-    "models", "encoding",                                            # tiktoken's interface
+    "tiktoken", "tiktoken.model", "tiktoken.registry",               # tiktoken's module
+    "tiktoken.openai_public", "tiktoken.load", "tiktoken.core",
     "trainer",                                                       # training
     "tokenizer",                                                     # the tokenizer
     "shards",                                                        # sharded output
     "encode_file", "chunk_writer", "counting", "dataset", "token_array",   # whole corpora
-    "encoder", "pretrained", "formats",                              # encoding, files
+    "vocabulary", "encoder", "pretrained", "formats",                # encoding, files
     "pure", "view",                                                  # the oracle, seeing tokens
     "chunking", "specials", "patterns", "files", "workers", "progress", "errors",   # rules, tools
     "_train", "_rankfile", "_encode", "_lists", "_scanner", "unicode",   # kernels
@@ -31,17 +34,44 @@ LAYERS = [
     "_specials", "_utf8", "_checks", "_types", "_memory",                                      # headers
 ]
 
+#: The subpackages: a directory with an ``__init__.py``, described in the map as ``name/``.
+SUBPACKAGES = {"tiktoken"}
+
 CYTHON_IMPORT = re.compile(r"^\s*(?:from\s+bpe(?:\.(\w+))?\s+c?import\s+([\w, ()]+)|(?:c?import)\s+bpe\.(\w+))",
                            re.MULTILINE)
 
 
+def sources():
+    """``{module name: [its source files]}`` of the package and its subpackages."""
+    found = {}
+    for directory, _, files in os.walk(PACKAGE):
+        prefix = os.path.relpath(directory, PACKAGE).replace(os.sep, ".")
+        if prefix != "." and "__init__.py" not in files:
+            continue
+        for name in files:
+            stem, extension = os.path.splitext(name)
+            if extension not in (".py", ".pyx", ".pxd"):
+                continue
+            if prefix == ".":
+                module = stem
+            else:
+                module = prefix if stem == "__init__" else f"{prefix}.{stem}"
+            found.setdefault(module, []).append(os.path.join(directory, name))
+    return found
+
+
 def modules():
-    names = set()
-    for name in os.listdir(PACKAGE):
-        stem, extension = os.path.splitext(name)
-        if extension in (".py", ".pyx", ".pxd"):
-            names.add(stem)
-    return names
+    return set(sources())
+
+
+def module_of(dotted: str) -> str:
+    """The module a ``bpe.x.y`` import names: the longest known prefix of ``x.y``."""
+    parts = dotted.split(".")[1:]
+    known = modules()
+    for end in range(len(parts), 0, -1):
+        if ".".join(parts[:end]) in known:
+            return ".".join(parts[:end])
+    return parts[0]
 
 
 def imports_of(path: str) -> set[str]:
@@ -49,18 +79,22 @@ def imports_of(path: str) -> set[str]:
     text = open(path, encoding="utf-8").read()
     found = set()
     if path.endswith(".py"):
+        known = modules()
         for node in ast.walk(ast.parse(text)):
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.name == "bpe":
                         found.add("__init__")
                     elif alias.name.startswith("bpe."):
-                        found.add(alias.name.split(".")[1])
+                        found.add(module_of(alias.name))
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                 if node.module == "bpe":
-                    found.update(alias.name if alias.name in modules() else "__init__" for alias in node.names)
+                    found.update(alias.name if alias.name in known else "__init__" for alias in node.names)
                 elif node.module.startswith("bpe."):
-                    found.add(node.module.split(".")[1])
+                    base = module_of(node.module)
+                    for alias in node.names:
+                        nested = f"{base}.{alias.name}"
+                        found.add(nested if nested in known else base)
         return found
     code = re.sub(r'"""[\s\S]*?"""', "", text)      # Cython: not parsed, so drop docstrings
     for submodule, names, plain in CYTHON_IMPORT.findall(code):
@@ -77,13 +111,11 @@ def test_every_module_has_a_place():
 
 def test_imports_go_down_the_layers():
     upward = []
-    for name in os.listdir(PACKAGE):
-        stem, extension = os.path.splitext(name)
-        if extension not in (".py", ".pyx", ".pxd"):
-            continue
-        for imported in imports_of(os.path.join(PACKAGE, name)):
-            if imported != stem and LAYERS.index(imported) <= LAYERS.index(stem):
-                upward.append(f"{name} imports {imported}")
+    for module, paths in sources().items():
+        for path in paths:
+            for imported in imports_of(path):
+                if imported != module and LAYERS.index(imported) <= LAYERS.index(module):
+                    upward.append(f"{os.path.relpath(path, PACKAGE)} imports {imported}")
     assert upward == []
 
 
@@ -91,7 +123,9 @@ def test_the_map_lists_every_module_in_order():
     text = open(DOCS, encoding="utf-8").read()
     positions = []
     for name in LAYERS:
-        match = re.search(rf"^- `{re.escape(name)}\.(pyx|py|pxd)`:", text, re.MULTILINE)
+        path = name.replace(".", "/") + ("/__init__" if name in SUBPACKAGES else "")
+        match = re.search(rf"^- `(?:{re.escape(path)}|{re.escape(name.replace('.', '/'))}/?)(?:\.(pyx|py|pxd))?`:",
+                          text, re.MULTILINE)
         assert match, f"docs/architecture.md does not describe {name}"
         positions.append(match.start())
     assert positions == sorted(positions), "docs/architecture.md lists the modules out of order"

@@ -255,11 +255,13 @@ def test_merges_from_ranks_equal_the_trained_merges(seed):
         assert parts[k].tolist() == (expected + [-1])[:2]
 
 
-def test_a_rank_that_is_no_merge_is_named():
+def test_a_rank_that_is_no_merge_encodes_and_has_no_merges_list():
     vocab = {b: bytes([b]) for b in range(256)}
     vocab.update({256: b"ab", 257: b"abc", 258: b"xyz"})   # xyz: no pair of earlier tokens
-    with pytest.raises(ValueError, match=r"token 258 b'xyz' does not split into two earlier tokens"):
-        bpe.Tokenizer(vocab, None)
+    tok = bpe.Tokenizer(vocab, None)
+    assert tok.encode("xyz xyzw abc") == [258, 32, 120, 121, 122, 119, 32, 257]
+    with pytest.raises(ValueError, match=r"token 258 b'xyz' is no merge of two tokens ranked before it"):
+        tok.merges
 
 
 @settings(max_examples=100, deadline=None)

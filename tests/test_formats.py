@@ -136,19 +136,20 @@ def test_tiktoken_file_round_trip_for_cl100k(tmp_path):
     assert loaded == tok
 
 
-def test_a_special_token_on_an_ordinary_rank_replaces_that_token(trained, tmp_path):
-    # from_tiktoken reads the file as arrays, except here: the special token
-    # takes the id, and the ordinary token given that rank is gone.
+def test_a_special_token_on_an_ordinary_rank_shares_it_as_in_tiktoken(trained, tmp_path):
+    # tiktoken keeps the ordinary token (its bytes still encode to that rank and
+    # decode from it), and the special name encodes to the same rank.
+    tiktoken = pytest.importorskip("tiktoken")
     path = trained.to_tiktoken(tmp_path / "trained.tiktoken")
-    taken = max(trained.vocab)          # the last merge: no later token is made from it
+    taken = max(trained.vocab)
     loaded = bpe.Tokenizer.from_tiktoken(path, pattern="o200k", special_tokens={"<|x|>": taken})
-    vocab = {token_id: token for token_id, token in trained.vocab.items()
-             if token_id not in trained.special_tokens.values()}
-    vocab[taken] = b"<|x|>"
-    expected = bpe.Tokenizer(vocab, None, {"<|x|>": taken}, pattern="o200k")
-    assert loaded == expected
-    for text in TEXTS:
-        assert loaded.encode(text) == expected.encode(text)
+    reference = tiktoken.Encoding("x", pat_str=bpe.PATTERNS["o200k"],
+                                  mergeable_ranks=tiktoken.load.load_tiktoken_bpe(str(path)),
+                                  special_tokens={"<|x|>": taken})
+    for text in TEXTS + ["<|x|>" + trained.vocab[taken].decode("utf-8", "replace")]:
+        ids = loaded.encode(text)
+        assert ids == reference.encode(text, allowed_special="all")
+        assert loaded.decode(ids) == reference.decode(ids)
 
 
 def test_tiktoken_file_errors_name_the_line(tmp_path):

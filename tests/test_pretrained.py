@@ -60,23 +60,23 @@ def test_the_gpt2_table_is_the_gpt2_vocab():
     assert all(np.array_equal(a, b) for a, b in zip(table, expected))
 
 
-def test_a_special_token_on_an_ordinary_id_fingerprints_as_the_dicts_say():
-    # The vocab maps that id to the special token's name: the table's arrays do
-    # not say so, so the fingerprint comes from the dicts (the same bytes as
-    # for any tokenizer: ids, lengths and tokens by id, then the merges).
-    import hashlib
-    import json
-
-    table, _, pattern = pretrained_table("gpt2")
-    tok = bpe.Tokenizer._from_rank_table(table, {"<|x|>": 50255}, pattern, "gpt2", check_merges=False)
-    fingerprint = tok.fingerprint()
-    digest = hashlib.sha256(json.dumps([tok.pattern, [["<|x|>", 50255]]]).encode())
-    for token_id, token in sorted(tok.vocab.items()):
-        digest.update(token_id.to_bytes(4, "little") + len(token).to_bytes(4, "little") + token)
-    for left, right in tok.merges:
-        digest.update(len(left).to_bytes(4, "little") + left + right)
-    assert tok.vocab[50255] == b"<|x|>"
-    assert fingerprint == digest.hexdigest()
+def test_the_fingerprint_tells_apart_what_changes_the_ids_and_nothing_else():
+    table, special_tokens, pattern = pretrained_table("gpt2")
+    base = bpe.Tokenizer._from_rank_table(table, special_tokens, pattern, "gpt2")
+    same = bpe.Tokenizer(dict(base.vocab), None, dict(base.special_tokens), pattern=pattern)
+    assert same.fingerprint() == base.fingerprint()
+    # The merges of a trained tokenizer rank its tokens by id: given or made, one fingerprint.
+    assert bpe.Tokenizer(dict(base.vocab), base.merges, dict(base.special_tokens),
+                         pattern=pattern).fingerprint() == base.fingerprint()
+    changed = [
+        bpe.Tokenizer._from_rank_table(table, {"<|x|>": 50255}, pattern, "gpt2"),     # on an ordinary id
+        bpe.Tokenizer._from_rank_table(table, {**special_tokens, "<|y|>": 50256}, pattern, "gpt2"),   # shared
+        bpe.Tokenizer._from_rank_table(table, special_tokens, "cl100k", "gpt2"),
+        bpe.Tokenizer(dict(base.vocab), base.merges[1:] + base.merges[:1], dict(base.special_tokens),
+                      pattern=pattern),                                                 # ranks reordered
+    ]
+    fingerprints = {tok.fingerprint() for tok in changed} | {base.fingerprint()}
+    assert len(fingerprints) == len(changed) + 1
 
 
 def test_a_vocabulary_loaded_by_name_has_its_shipped_fingerprint_without_making_it(monkeypatch):
@@ -97,7 +97,7 @@ def test_the_fingerprint_is_made_once_and_travels_with_a_pickle(monkeypatch):
     real = Tokenizer._make_fingerprint
     monkeypatch.setattr(Tokenizer, "_make_fingerprint", lambda self: made.append(self) or real(self))
     table, special_tokens, pattern = pretrained_table("gpt2")    # not loaded by name: none shipped
-    tok = Tokenizer._from_rank_table(table, special_tokens, pattern, "gpt2", check_merges=False)
+    tok = Tokenizer._from_rank_table(table, special_tokens, pattern, "gpt2")
     fingerprint = tok.fingerprint()
     assert tok.fingerprint() == fingerprint and made == [tok]
     copy = pickle.loads(pickle.dumps(tok))

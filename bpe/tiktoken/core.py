@@ -1,5 +1,5 @@
-"""``bpe.Encoding``: tiktoken's ``Encoding``, so that code written for tiktoken runs
-with ``import bpe as tiktoken``.
+"""``tiktoken.core``: tiktoken's ``Encoding``, so that code written for tiktoken runs
+on bpe (``bpe.Encoding`` is this class).
 
 A front door, not a second implementation: an ``Encoding`` holds a
 ``Tokenizer`` and calls its kernels and caches. What differs are tiktoken's
@@ -11,16 +11,19 @@ from __future__ import annotations
 
 import bisect
 import functools
-import threading
 from typing import AbstractSet, Collection, Literal, Optional, Sequence, Union
 
 import numpy as np
 
 from bpe.encoder import utf8
-from bpe.patterns import TIKTOKEN_GPT2_PATTERN, pattern_regex, pretokenize
+from bpe.formats import RankTable
+from bpe.patterns import pattern_regex, pretokenize
 from bpe.specials import refuse_disallowed, special_spans
+from bpe.tokenizer import Tokenizer
+from bpe.vocabulary import Ranks, Vocabulary
 
-from bpe.tokenizer import Tokenizer, load
+#: The tiktoken release whose interface this package offers (``tiktoken.__version__``).
+TIKTOKEN_VERSION = "0.14.0"
 
 SpecialSet = Union[Literal["all"], AbstractSet[str]]
 _ALL_SPACE = frozenset(b" \n\t")
@@ -39,12 +42,14 @@ class Encoding:
 
     def __init__(self, name: str, *, pat_str: str, mergeable_ranks: dict[bytes, int],
                  special_tokens: dict[str, int], explicit_n_vocab: Optional[int] = None):
-        vocab = {rank: token for token, rank in mergeable_ranks.items()}
-        if len(vocab) != len(mergeable_ranks):
-            raise ValueError("mergeable_ranks gives one rank to two tokens")
-        for token, token_id in special_tokens.items():
-            vocab[token_id] = token.encode("utf-8")
-        tokenizer = Tokenizer(vocab, None, dict(special_tokens), pattern=pat_str)
+        by_rank = {}
+        for token, rank in mergeable_ranks.items():
+            if rank in by_rank:
+                raise ValueError(f"mergeable_ranks gives rank {rank} to two tokens, {by_rank[rank]!r} "
+                                 f"and {token!r}")
+            by_rank[rank] = bytes(token)
+        vocabulary = Vocabulary(RankTable.from_vocab(by_rank), dict(special_tokens))
+        tokenizer = Tokenizer._from_parts(vocabulary, Ranks(None), pat_str, None)
         self._setup(name, tokenizer, pat_str, dict(mergeable_ranks))
         if explicit_n_vocab:
             if len(mergeable_ranks) + len(special_tokens) != explicit_n_vocab \
@@ -79,9 +84,7 @@ class Encoding:
     def _mergeable_ranks(self) -> dict[bytes, int]:
         """Every ordinary token's bytes and rank (its id), as tiktoken keeps them."""
         if self._ranks is None:
-            special = self._special_token_values
-            self._ranks = {token: token_id for token_id, token in sorted(self._tokenizer.vocab.items())
-                           if token_id not in special}
+            self._ranks = dict(self._tokenizer._ids_by_bytes)
         return self._ranks
 
     @property
@@ -164,6 +167,9 @@ class Encoding:
     def _encode_single_piece(self, text_or_bytes: Union[str, bytes]) -> list[int]:
         if isinstance(text_or_bytes, str):
             text_or_bytes = text_or_bytes.encode("utf-8")
+        if not text_or_bytes:        # a piece that is a token maps to it, the empty token too
+            empty = self._tokenizer.token_id(b"")
+            return [] if empty is None else [empty]
         return self._tokenizer.encode_piece(text_or_bytes)
 
     def _encode_only_native_bpe(self, text: str) -> list[int]:
@@ -290,15 +296,18 @@ class Encoding:
         try:
             return self._tokenizer.decode_bytes(tokens)
         except ValueError:
-            vocab = self._tokenizer.vocab
-            bad = next(token for token in tokens if token not in vocab)
+            decoder = self._tokenizer._vocabulary.decoder
+            bad = next(token for token in tokens if token not in decoder)
             raise KeyError(f"Invalid token for decoding: {bad}") from None
 
     def decode(self, tokens: Sequence[int], errors: str = "replace") -> str:
         return self.decode_bytes(tokens).decode("utf-8", errors=errors)
 
     def decode_single_token_bytes(self, token: int) -> bytes:
-        return self._tokenizer.vocab[token]
+        try:
+            return self._tokenizer._vocabulary.decoder[token]
+        except KeyError:
+            raise KeyError(str(token)) from None
 
     def decode_tokens_bytes(self, tokens: Sequence[int]) -> list[bytes]:
         return [self.decode_single_token_bytes(token) for token in tokens]
@@ -329,55 +338,26 @@ class Encoding:
 
     # ------------------------------------------------------------------ pickling
 
+    def __reduce__(self):
+        # An encoding got by name pickles as its name, and unpickles as the very
+        # object ``get_encoding`` gives (the registry marks those it made).
+        by_name = self.__dict__.get("_by_name")
+        if by_name is not None:
+            return by_name, (self.name,)
+        return _rebuild, (self.__getstate__(),)
+
     def __getstate__(self):
-        if _ENCODINGS.get(self.name) is self:      # a shipped encoding pickles as its name
-            return self.name
         return {"name": self.name, "pat_str": self._pat_str, "mergeable_ranks": self._mergeable_ranks,
                 "special_tokens": self._special_tokens}
 
     def __setstate__(self, state) -> None:
-        if isinstance(state, str):
-            self.__dict__ = get_encoding(state).__dict__
-            return
         self.__init__(**state)
 
 
-# --------------------------------------------------------------------------- the shipped encodings
-
-#: tiktoken's encoding names -> the vocabularies shipped in bpe (r50k_base has the
-#: ranks of gpt2, under tiktoken's other name for them).
-SHIPPED = {"gpt2": "gpt2", "r50k_base": "r50k_base", "cl100k_base": "cl100k_base", "o200k_base": "o200k_base"}
-#: tiktoken's other encodings: their files are not shipped, and bpe never downloads.
-NOT_SHIPPED = ("p50k_base", "p50k_edit", "o200k_harmony")
-_ENCODINGS: dict[str, Encoding] = {}
-_lock = threading.Lock()
-
-
-def get_encoding(encoding_name: str) -> Encoding:
-    """The shipped encoding of that name (the same object on every call), offline."""
-    if not isinstance(encoding_name, str):
-        raise ValueError(f"Expected a string in get_encoding, got {type(encoding_name)}")
-    encoding = _ENCODINGS.get(encoding_name)
-    if encoding is not None:
-        return encoding
-    if encoding_name not in SHIPPED:
-        if encoding_name in NOT_SHIPPED:
-            raise ValueError(f"Unknown encoding {encoding_name}: tiktoken has it, but its file is not "
-                             f"shipped with bpe, which works offline (shipped: {', '.join(SHIPPED)}); "
-                             "build it with bpe.Encoding(name, pat_str=..., mergeable_ranks=..., "
-                             "special_tokens=...)")
-        raise ValueError(f"Unknown encoding {encoding_name}. Shipped: {', '.join(SHIPPED)}")
-    with _lock:
-        if encoding_name not in _ENCODINGS:
-            tokenizer = load(SHIPPED[encoding_name])
-            pat_str = TIKTOKEN_GPT2_PATTERN if tokenizer.pattern == "gpt2" else None
-            _ENCODINGS[encoding_name] = Encoding.from_tokenizer(encoding_name, tokenizer, pat_str)
-        return _ENCODINGS[encoding_name]
-
-
-def list_encoding_names() -> list[str]:
-    """The encodings ``get_encoding`` knows."""
-    return list(SHIPPED)
+def _rebuild(state: dict) -> Encoding:
+    encoding = Encoding.__new__(Encoding)
+    encoding.__setstate__(state)
+    return encoding
 
 
 def _last_utf8_character(data: bytes) -> Optional[bytes]:

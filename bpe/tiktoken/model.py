@@ -1,11 +1,9 @@
-"""Which encoding a model uses: tiktoken's table, for ``encoding_for_model``.
-
-The table is tiktoken's (0.14); models whose encoding is not shipped with bpe
-map to it all the same, and ``get_encoding`` then says that it is not shipped.
-"""
+"""``tiktoken.model``: which encoding a model uses (tiktoken 0.14's table), for
+``encoding_for_model``. Every encoding it names ships with bpe."""
 from __future__ import annotations
 
-from bpe.encoding import Encoding, get_encoding
+from bpe.tiktoken.core import Encoding
+from bpe.tiktoken.registry import get_encoding
 
 #: Model name prefixes (versions and fine-tunes) -> encoding, tried in order.
 MODEL_PREFIX_TO_ENCODING: dict[str, str] = {
@@ -50,7 +48,7 @@ def encoding_name_for_model(model_name: str) -> str:
         if model_name.startswith(prefix):
             return encoding_name
     raise KeyError(f"Could not automatically map {model_name} to a tokeniser. "
-                   "Please use `tiktoken.get_encoding` to explicitly get the tokeniser you expect.")
+                   "Please use `tiktoken.get_encoding` to explicitly get the tokeniser you expect.") from None
 
 
 def encoding_for_model(model_name: str) -> Encoding:
