@@ -18,7 +18,7 @@ from bpe._encode import SHARED_CACHE_AVAILABLE, EncodeKernel, Session, SharedCac
 from bpe._lists import PrebuiltInts, ids_to_list, ids_to_lists
 from bpe.formats import flatten
 from bpe.patterns import compile_pattern, native_pattern_id, regex_pretokens
-from bpe.specials import split_special
+from bpe.specials import special_spans, split_special
 
 
 #: Texts up to this many characters are encoded into a list in one kernel call
@@ -42,11 +42,16 @@ class Encoder:
     """Encode text with one vocabulary (thread-safe; pools per-call sessions)."""
 
     def __init__(self, arrays: Mapping[str, np.ndarray], pattern: Optional[str],
-                 special_tokens: Mapping[str, int], source: Optional[str] = None):
+                 special_tokens: Mapping[str, int], source: Optional[str] = None, pipeline=None):
         self._arrays = dict(arrays)
         self.pattern = pattern
         self.source = source          # where the pattern came from, for errors
         self.special_tokens = dict(special_tokens)
+        # A Hugging Face file's steps before the model (``bpe.huggingface.Pipeline``),
+        # where they are more than the pattern and the special tokens: None when
+        # the kernel alone encodes every text as they would.
+        self.pipeline = pipeline if pipeline is not None and not (
+            pipeline.simple and pipeline.normalizer.identity) else None
         self._kernel = EncodeKernel(**self._arrays)
         self._native = native_pattern_id(pattern)
         self._lock = threading.Lock()
@@ -74,10 +79,11 @@ class Encoder:
 
     def __getstate__(self):
         return {"arrays": self._arrays, "pattern": self.pattern, "special_tokens": self.special_tokens,
-                "source": self.source}
+                "source": self.source, "pipeline": self.pipeline}
 
     def __setstate__(self, state):
-        self.__init__(state["arrays"], state["pattern"], state["special_tokens"], state.get("source"))
+        self.__init__(state["arrays"], state["pattern"], state["special_tokens"], state.get("source"),
+                      state.get("pipeline"))
 
     def split_ranked(self, token_data: np.ndarray, token_offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Each token k of ``token_data`` (``flatten``'s arrays; at least 2 bytes)
@@ -135,6 +141,10 @@ class Encoder:
         special tokens recognised; written into ``out`` (uint32, at least
         ``len(data)`` long: see ``EncodeKernel.encode_texts``) when given, and then a
         view of it."""
+        if self.pipeline is not None:
+            text = bytes(data).decode("utf-8")
+            if not self._kernel_may_encode(text, allowed):
+                return self._encode_many_with_pipeline([text], allowed, out)[0]
         if self._native is None and self.pattern is not None:
             return self._encode_many_with_regex([bytes(data).decode("utf-8")], allowed, out)[0]
         data = np.frombuffer(data, dtype=np.uint8)
@@ -148,6 +158,8 @@ class Encoder:
         GIL-free kernel call (lone surrogates become U+FFFD); the ids of text t are
         ``ids[id_offsets[t]:id_offsets[t + 1]]``. With ``out``, the ids are written
         there (see ``EncodeKernel.encode_strs``)."""
+        if self.pipeline is not None and not all(self._kernel_may_encode(text, allowed) for text in texts):
+            return self._encode_many_with_pipeline(texts, allowed, out)
         if self._native is None and self.pattern is not None:
             # utf8 replaces lone surrogates, which the regex path could not encode.
             return self._encode_many_with_regex([utf8(text).decode("utf-8") for text in texts],
@@ -160,6 +172,8 @@ class Encoder:
 
         A document's worth of text takes the kernel's one-call path; a longer
         text the array path, whose list is built mostly without the GIL."""
+        if self.pipeline is not None and not self._kernel_may_encode(text, allowed):
+            return ids_to_list(self._encode_many_with_pipeline([text], allowed, None)[0], ints)
         if self._native is None or len(text) > ONE_CALL_CHARS:
             return ids_to_list(self.encode_strs([text], allowed)[0], ints)
         with self._session() as session:
@@ -169,7 +183,8 @@ class Encoder:
     def encode_strs_to_lists(self, texts: Sequence[str], allowed: Sequence[str], ints: PrebuiltInts) -> list:
         """The ids of each str as a list of the prebuilt ``ints``: ``encode_strs``
         and ``ids_to_lists`` in one kernel call, for the native patterns."""
-        if self._native is None:
+        if self._native is None or (self.pipeline is not None and
+                                    not all(self._kernel_may_encode(text, allowed) for text in texts)):
             return ids_to_lists(*self.encode_strs(texts, allowed), ints)
         with self._session() as session:
             return self._kernel.encode_strs_to_lists(session, texts, self._native, *self._needles(allowed),
@@ -206,6 +221,43 @@ class Encoder:
             out[:len(ids)] = ids
             ids = out[:len(ids)]
         return ids, offsets
+
+    def _kernel_may_encode(self, text: str, allowed: Sequence[str]) -> bool:
+        """Whether the kernel alone gives the pipeline's ids for ``text``: the
+        pipeline's steps are a pattern and plain added tokens, and its
+        normalizer leaves each stretch between those tokens as it is."""
+        pipeline = self.pipeline
+        if not pipeline.simple:
+            return False
+        return pipeline.unchanged(text, special_spans(text, allowed) if allowed else ())
+
+    def _encode_many_with_pipeline(self, texts: Sequence[str], allowed: Sequence[str],
+                                   out: Optional[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        parts = [self._encode_with_pipeline(utf8(text).decode("utf-8"), allowed) for text in texts]
+        offsets = np.zeros(len(parts) + 1, dtype=np.int64)
+        np.cumsum([len(part) for part in parts], out=offsets[1:])
+        ids = np.concatenate(parts) if parts else np.empty(0, np.uint32)
+        if out is not None:
+            out[:len(ids)] = ids
+            ids = out[:len(ids)]
+        return ids, offsets
+
+    def _encode_with_pipeline(self, text: str, allowed: Sequence[str]) -> np.ndarray:
+        """A Hugging Face file's steps in Python (added tokens, normalizer,
+        pre-tokenizer), then the kernel merges each run of pre-tokens."""
+        parts, pending = [], []
+        with self._session() as session:
+            for token_id, pieces in self.pipeline.pieces(text, frozenset(allowed)):
+                if token_id is None:
+                    pending.extend(piece.encode("utf-8") for piece in pieces)
+                    continue
+                if pending:
+                    parts.append(self._kernel.encode_pieces(session, pending))
+                    pending = []
+                parts.append(np.array([token_id], dtype=np.uint32))
+            if pending:
+                parts.append(self._kernel.encode_pieces(session, pending))
+        return np.concatenate(parts) if parts else np.empty(0, np.uint32)
 
     def _encode_with_regex(self, text: str, allowed: Sequence[str]) -> np.ndarray:
         """Custom patterns: ``regex`` pre-tokenizes, the kernel merges."""

@@ -418,7 +418,9 @@ def read_tiktoken_ranks(path) -> dict[int, bytes]:
             raise TokenizerFileError(f"{path}, line {number}: rank {rank} is larger than any "
                                      "token id can be")
         try:
-            items.append((rank, _b64decode(fields[0])))
+            # "=" alone is the empty token (Whisper's files hold one): base64 of
+            # nothing, as tiktoken reads it; strict decoding calls it stray padding.
+            items.append((rank, b"" if fields[0].strip(b"=") == b"" else _b64decode(fields[0])))
         except (ValueError, binascii.Error) as e:
             raise TokenizerFileError(f"{path}, line {number}: {fields[0][:40]!r} is not base64: {e}") from None
         numbers.append(number)
@@ -457,198 +459,88 @@ def write_tiktoken(path: str, data: TokenizerData) -> str:
     return path
 
 
-# --------------------------------------------------------------------------- Hugging Face
+# --------------------------------------------------------------------------- Mistral's Tekken files
+
+#: The special tokens of a Tekken file of version v7 or older that lists none,
+#: as mistral-common defines them; the rest, up to the file's number, are
+#: ``<SPECIAL_{id}>``.
+TEKKEN_OLD_SPECIALS = ("<unk>", "<s>", "</s>", "[INST]", "[/INST]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]",
+                       "[TOOL_RESULTS]", "[/TOOL_RESULTS]", "[TOOL_CALLS]", "[IMG]", "<pad>", "[IMG_BREAK]",
+                       "[IMG_END]", "[PREFIX]", "[MIDDLE]", "[SUFFIX]", "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]",
+                       "[TOOL_CONTENT]")
 
 
-def huggingface_path(path) -> str:
-    """The ``tokenizer.json`` that ``path`` names: itself, or the one inside a directory."""
-    path = os.fspath(path)
-    return os.path.join(path, HF_FILE_NAME) if os.path.isdir(path) else path
+class TekkenFile(NamedTuple):
+    """A Tekken file as mistral-common's ``Tekkenizer`` reads it: its ordinary tokens
+    (rank k is id k + the number of special tokens), its special tokens by id
+    (control tokens, never found in text), its pattern."""
+
+    table: RankTable
+    control_tokens: dict[int, bytes]
+    pattern: str
 
 
-def read_huggingface(path) -> tuple[TokenizerData, bool]:
-    """``(data, ignore_merges)`` from a Hugging Face ``tokenizer.json`` holding a
-    byte-level BPE model.
+def looks_like_tekken(document) -> bool:
+    return isinstance(document, dict) and isinstance(document.get("config"), dict) \
+        and isinstance(document.get("vocab"), list)
 
-    Read exactly or refused, naming the field: a model other than BPE, dropout,
-    byte fallback, a subword prefix or suffix, a normalizer, a pre-tokenizer
-    other than ByteLevel (with its GPT-2 regex, or after one isolating Split),
-    added tokens that strip or match single words. Added tokens become special
-    tokens (split out first, never merged), as Hugging Face treats them. A
-    post-processor's template (a BOS token added to each text) is not applied:
-    the ids are those of ``encode(text, add_special_tokens=False)``.
-    """
-    path = huggingface_path(path)
+
+def read_json(path: str):
+    """A JSON file's document; TokenizerFileError naming the file if it is none."""
     try:
-        document = json.loads(_read_bytes(path).decode("utf-8"))
+        return json.loads(_read_bytes(path).decode("utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
         raise TokenizerFileError(f"{path}: not a JSON tokenizer: {type(e).__name__}: {e}"[:300]) from None
+
+
+def read_tekken(path, document=None) -> TekkenFile:
+    """Read a Mistral Tekken ``tekken.json``: the vocabulary cut to the file's
+    default size, special tokens first (control tokens: ``Tekkenizer.encode``
+    never finds them in text)."""
+    path = os.fspath(path)
+    document = read_json(path) if document is None else document
 
     def refuse(field: str, why: str) -> TokenizerFileError:
         return TokenizerFileError(f"{path}: {field}: {why}")
 
-    if not isinstance(document, dict) or not isinstance(document.get("model"), dict):
-        raise refuse("model", "missing; not a Hugging Face tokenizer.json")
-    model = document["model"]
-    if model.get("type") != "BPE":
-        raise refuse("model.type", f"is {model.get('type')!r}; bpe reads byte-level BPE models only")
-    for field, allowed in (("dropout", (None, 0, 0.0)), ("byte_fallback", (None, False)),
-                           ("continuing_subword_prefix", (None, "")), ("end_of_word_suffix", (None, ""))):
-        if model.get(field) not in allowed:
-            raise refuse(f"model.{field}", f"is {model.get(field)!r}, which byte-level BPE as bpe "
-                                           "encodes it cannot represent exactly")
-    normalizer = document.get("normalizer")
-    if normalizer is not None and not (normalizer.get("type") == "Sequence" and not normalizer.get("normalizers")):
-        raise refuse("normalizer", f"{normalizer.get('type')!r} changes the text before encoding; bpe "
-                                   "encodes text as given")
-    pattern = _huggingface_pattern(document.get("pre_tokenizer"), refuse)
-    decoder = document.get("decoder")
-    if decoder is not None and decoder.get("type") != "ByteLevel":
-        raise refuse("decoder", f"is {decoder.get('type')!r}, not ByteLevel")
-
-    vocab_field, merges_field = model.get("vocab"), model.get("merges")
-    if not isinstance(vocab_field, dict) or not isinstance(merges_field, list):
-        raise refuse("model.vocab/merges", "expected an object of token -> id and a list of merges")
-    table, valid = _gpt2_translation()
-    vocab = {}
-    for text, token_id in vocab_field.items():
-        if not isinstance(token_id, int) or isinstance(token_id, bool) or token_id < 0:
-            raise refuse(f"model.vocab[{text!r}]", f"id {token_id!r} is not an int >= 0")
-        if token_id in vocab:
-            raise refuse(f"model.vocab[{text!r}]", f"id {token_id} is given to two tokens")
-        vocab[token_id] = _from_gpt2_text(text, lambda: f"{path}: model.vocab[{text!r}]")
-    merges = []
-    for index, merge in enumerate(merges_field):
-        if isinstance(merge, str) and merge.count(" ") == 1:
-            merge = merge.split(" ")
-        if not (isinstance(merge, list) and len(merge) == 2 and all(isinstance(part, str) for part in merge)):
-            raise refuse(f"model.merges[{index}]", f"{merge!r:.60} is not 'a b' or [a, b]")
-        where = lambda: f"{path}: model.merges[{index}]"  # noqa: E731
-        merges.append((_from_gpt2_text(merge[0], where), _from_gpt2_text(merge[1], where)))
-
-    special_tokens = {}
-    by_bytes = {token: token_id for token_id, token in vocab.items()}
-    for index, added in enumerate(document.get("added_tokens") or []):
-        field = f"added_tokens[{index}]"
-        if not isinstance(added, dict) or not isinstance(added.get("content"), str) \
-                or not isinstance(added.get("id"), int) or isinstance(added.get("id"), bool):
-            raise refuse(field, "expected an object with an integer id and a string content")
-        for option in ("single_word", "lstrip", "rstrip"):
-            if added.get(option):
-                raise refuse(f"{field}.{option}", f"is true for {added['content']!r}; bpe matches added "
-                                                  "tokens exactly, without stripping or word rules")
-        content, token_id = added["content"], added["id"]
-        existing = by_bytes.get(content.encode("utf-8"))
-        if vocab.get(token_id, content.encode("utf-8")) != content.encode("utf-8") or \
-                existing not in (None, token_id):
-            raise refuse(field, f"{content!r} has id {token_id}, which the vocab gives to another token")
-        vocab[token_id] = content.encode("utf-8")
-        special_tokens[content] = token_id
-    return TokenizerData(vocab, merges, special_tokens, pattern), bool(model.get("ignore_merges", False))
-
-
-def _huggingface_pattern(pre_tokenizer, refuse) -> Optional[str]:
-    """The pattern that a pre-tokenizer applies: ByteLevel with its own (GPT-2's)
-    regex, or one isolating Split before a ByteLevel without one."""
-    if pre_tokenizer is None:
-        steps = []
-    elif isinstance(pre_tokenizer, dict) and pre_tokenizer.get("type") == "Sequence":
-        steps = pre_tokenizer.get("pretokenizers") or []
+    if not looks_like_tekken(document):
+        raise refuse("config", "missing; not a Tekken file")
+    config = document["config"]
+    pattern, size, n_special = config.get("pattern"), config.get("default_vocab_size"), \
+        config.get("default_num_special_tokens")
+    if not isinstance(pattern, str):
+        raise refuse("config.pattern", f"is {pattern!r:.60}, not a string")
+    for field, value in (("default_vocab_size", size), ("default_num_special_tokens", n_special)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise refuse(f"config.{field}", f"is {value!r:.60}, not an int >= 0")
+    inner = size - n_special
+    vocab = document["vocab"]
+    if not 0 <= inner <= len(vocab):
+        raise refuse("config.default_vocab_size", f"is {size}: {size} - {n_special} special tokens must be "
+                                                  f"between 0 and the {len(vocab)} tokens listed")
+    tokens = []
+    for index, entry in enumerate(vocab[:inner]):
+        if not isinstance(entry, dict) or entry.get("rank") != index or not isinstance(entry.get("token_bytes"), str):
+            raise refuse(f"vocab[{index}]", f"{entry!r:.80} is not {{'rank': {index}, 'token_bytes': base64}}")
+        try:
+            tokens.append(base64.b64decode(entry["token_bytes"], validate=True))
+        except (binascii.Error, ValueError):
+            raise refuse(f"vocab[{index}].token_bytes", f"{entry['token_bytes'][:40]!r} is not base64") from None
+    specials = document.get("special_tokens")
+    if specials is None:
+        if config.get("version") not in (None, "v1", "v2", "v3", "v7"):
+            raise refuse("special_tokens", f"missing, and version {config.get('version')!r} lists its own")
+        names = list(TEKKEN_OLD_SPECIALS[:n_special])
     else:
-        steps = [pre_tokenizer]
-    pattern, byte_level = None, False
-    for index, step in enumerate(steps):
-        field = "pre_tokenizer" if len(steps) == 1 else f"pre_tokenizer.pretokenizers[{index}]"
-        kind = step.get("type") if isinstance(step, dict) else None
-        if kind == "ByteLevel" and not byte_level:
-            if step.get("add_prefix_space"):
-                raise refuse(f"{field}.add_prefix_space", "is true: it adds a space to the text; bpe "
-                                                          "encodes text as given")
-            if step.get("use_regex", True):
-                if pattern is not None:
-                    raise refuse(field, "splits again with GPT-2's regex after a Split: two splitting "
-                                        "stages are not one pattern")
-                pattern = "gpt2"
-            byte_level = True
-        elif kind == "Split" and not byte_level and pattern is None:
-            if step.get("behavior") != "Isolated" or step.get("invert"):
-                raise refuse(field, f"Split with behavior {step.get('behavior')!r}, invert "
-                                    f"{step.get('invert')!r}; bpe reads Isolated, not inverted")
-            source = step.get("pattern") or {}
-            if isinstance(source.get("Regex"), str):
-                pattern = source["Regex"]
-            elif isinstance(source.get("String"), str):
-                import regex
-
-                pattern = regex.escape(source["String"])
-            else:
-                raise refuse(f"{field}.pattern", f"{source!r:.60} is neither a Regex nor a String")
-        else:
-            raise refuse(field, f"{kind!r} is not a pre-tokenizer bpe represents exactly "
-                                "(ByteLevel, after at most one isolating Split)")
-    if not byte_level:
-        raise refuse("pre_tokenizer", "has no ByteLevel step: not a byte-level BPE tokenizer")
-    return pattern
-
-
-def write_huggingface(path: str, data: TokenizerData, *, eos_token: Optional[str] = None,
-                      bos_token: Optional[str] = None, pad_token: Optional[str] = None) -> str:
-    """Write a ``tokenizer.json`` for Hugging Face ``tokenizers``: byte-level BPE, the
-    same pattern as a Split pre-tokenizer, special tokens as added tokens.
-
-    A path not ending in ``.json`` is a directory (created if missing) that gets
-    ``tokenizer.json`` and, for ``transformers``, ``tokenizer_config.json`` and
-    ``special_tokens_map.json`` naming the eos token (default: the first
-    special token) and the bos and pad tokens given.
-    """
-    path = os.fspath(path)
-    config_directory = None
-    if not path.endswith(".json") or os.path.isdir(path):
-        config_directory = path
-        path = os.path.join(path, HF_FILE_NAME)
-    roles = {"eos_token": eos_token if eos_token is not None else next(iter(data.special_tokens), None),
-             "bos_token": bos_token, "pad_token": pad_token}
-    for role, token in roles.items():
-        if token is not None and token not in data.special_tokens:
-            raise ValueError(f"{role} {token!r} is not a special token of this tokenizer")
-    encoder = gpt2_byte_encoder()
-    source = pattern_regex(data.pattern)
-    if source is not None:
-        # Oniguruma (tokenizers' regex engine) reads "{1,3}+" as a repeated interval,
-        # not a possessive one; as its own alternative, greedy "{1,3}" matches the same.
-        source = source.replace(r"\p{N}{1,3}+", r"\p{N}{1,3}")
-    pre_tokenizers = [] if source is None else [
-        {"type": "Split", "pattern": {"Regex": source}, "behavior": "Isolated", "invert": False}]
-    pre_tokenizers.append({"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
-                           "use_regex": False})
-    document = {
-        "version": "1.0",
-        "truncation": None,
-        "padding": None,
-        "added_tokens": [{"id": token_id, "content": name, "single_word": False, "lstrip": False,
-                          "rstrip": False, "normalized": False, "special": True}
-                         for name, token_id in data.special_tokens.items()],
-        "normalizer": None,
-        "pre_tokenizer": {"type": "Sequence", "pretokenizers": pre_tokenizers},
-        "post_processor": None,
-        "decoder": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
-                    "use_regex": False},
-        "model": {
-            "type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
-            "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False,
-            # A pre-token that is itself a token maps straight to it, as in bpe and tiktoken.
-            "ignore_merges": True,
-            "vocab": {_to_gpt2_text(token, encoder): token_id
-                      for token_id, token in sorted(data.vocab.items())},
-            "merges": [f"{_to_gpt2_text(a, encoder)} {_to_gpt2_text(b, encoder)}"
-                       for a, b in data.merges],
-        },
-    }
-    atomic_write_text(path, json.dumps(document, ensure_ascii=False))
-    if config_directory is not None:
-        named = {role: token for role, token in roles.items() if token is not None}
-        config = {"tokenizer_class": "PreTrainedTokenizerFast", "clean_up_tokenization_spaces": False,
-                  "model_max_length": 1 << 60, **named}
-        atomic_write_text(os.path.join(config_directory, "tokenizer_config.json"), json.dumps(config, indent=1))
-        atomic_write_text(os.path.join(config_directory, "special_tokens_map.json"), json.dumps(named, indent=1))
-    return path
+        if not isinstance(specials, list):
+            raise refuse("special_tokens", "is not a list")
+        names = []
+        for index, entry in enumerate(specials):
+            if not isinstance(entry, dict) or entry.get("rank") != index or not isinstance(entry.get("token_str"), str):
+                raise refuse(f"special_tokens[{index}]", f"{entry!r:.80} is not {{'rank': {index}, 'token_str': ...}}")
+            names.append(entry["token_str"])
+    if len(names) > n_special or len(set(names)) != len(names):
+        raise refuse("special_tokens", f"{len(names)} names (some twice?) for {n_special} special tokens")
+    names += [f"<SPECIAL_{i}>" for i in range(len(names), n_special)]
+    table = RankTable(*flatten(tokens), np.arange(n_special, n_special + len(tokens), dtype=np.int64))
+    return TekkenFile(table, {i: name.encode("utf-8") for i, name in enumerate(names)}, pattern)

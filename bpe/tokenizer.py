@@ -15,12 +15,15 @@ from bpe._lists import PrebuiltInts, ids_to_list
 from bpe._memory import empty_written_once
 from bpe.encoder import Encoder
 from bpe.errors import TokenizerFileError
-from bpe.formats import (FILE_NAME, HF_FILE_NAME, RankTable, TokenizerData, flatten, huggingface_path,
-                         read_gpt2_files, read_huggingface, read_own, read_tiktoken_table, take_pieces,
-                         write_gpt2_files, write_huggingface, write_own, write_tiktoken)
+from bpe import huggingface
+from bpe.formats import (FILE_NAME, HF_FILE_NAME, RankTable, TokenizerData, looks_like_tekken, read_gpt2_files,
+                         read_json, read_own, read_tekken, read_tiktoken_table, take_pieces, write_gpt2_files,
+                         write_own, write_tiktoken)
+from bpe.huggingface import huggingface_path
 from bpe.patterns import (canonical_pattern, compile_pattern, find_safe_cut, native_pattern_id,
                           regex_pretokens)
-from bpe.pretrained import ALIASES, FINGERPRINTS, PRETRAINED, pretrained_table
+from bpe.pretrained import (ALIASES, FINGERPRINTS, MODEL_TO_ENCODING, PRETRAINED, encoding_name_for_model,
+                            pretrained_table)
 from bpe.specials import refuse_disallowed, special_policy, special_spans
 from bpe.vocabulary import Merges, Ranks, Rule, Vocabulary, merge_pairs, ranks_from_merges, rule_records
 from bpe.workers import map_on_threads
@@ -97,9 +100,11 @@ class Tokenizer:
         self._setup(vocabulary, rule, pattern, checked)
 
     def _setup(self, vocabulary: Vocabulary, rule: Rule, pattern: Optional[str],
-               merges: Optional[list[Pair]] = None, source: Optional[str] = None) -> None:
+               merges: Optional[list[Pair]] = None, source: Optional[str] = None, pipeline=None) -> None:
         """The one place a tokenizer's state is made, whichever door it came in by."""
         self.pattern = canonical_pattern(pattern)
+        #: A Hugging Face file's steps around the model (``bpe.huggingface.Pipeline``), if any.
+        self._pipeline = pipeline
         self._vocabulary = vocabulary
         self._rule = rule
         self._merges = merges             # the merges as given or read; else made on demand
@@ -112,9 +117,9 @@ class Tokenizer:
 
     @classmethod
     def _from_parts(cls, vocabulary: Vocabulary, rule: Rule, pattern: Optional[str], source: Optional[str],
-                    merges: Optional[list[Pair]] = None) -> "Tokenizer":
+                    merges: Optional[list[Pair]] = None, pipeline=None) -> "Tokenizer":
         tokenizer = cls.__new__(cls)
-        tokenizer._setup(vocabulary, rule, pattern, merges, source)
+        tokenizer._setup(vocabulary, rule, pattern, merges, source, pipeline)
         return tokenizer
 
     @classmethod
@@ -204,7 +209,7 @@ class Tokenizer:
             with self._encoder_lock:
                 if self._encoder is None:
                     self._set_encoder(Encoder(self._vocabulary.encoder_arrays(self._rule), self.pattern,
-                                              self.special_tokens, self.source))
+                                              self.special_tokens, self.source, self._pipeline))
         return self._encoder
 
     def _set_encoder(self, encoder: Encoder) -> None:
@@ -212,7 +217,8 @@ class Tokenizer:
         limit = vocabulary.prebuilt_limit()
         ranks = vocabulary.table.ranks
         far = [*ranks[np.searchsorted(ranks, limit):].tolist(),
-               *(token_id for token_id in vocabulary.special_tokens.values() if token_id >= limit)]
+               *(token_id for token_id in [*vocabulary.special_tokens.values(), *vocabulary.decode_as]
+                 if token_id >= limit)]
         self._ints = PrebuiltInts(limit, far=far)   # set first: readers test _encoder alone
         self._encoder = encoder
 
@@ -239,13 +245,15 @@ class Tokenizer:
 
     def encode(self, text: str, *, allowed_special: Union[Literal["all"], AbstractSet[str]] = "all",
                disallowed_special: Union[Literal["all"], Collection[str]] = (),
-               offsets: bool = False):
+               offsets: bool = False, add_special_tokens: bool = False):
         """The token ids of ``text``; with ``offsets``, ``(ids, offsets)``: where each
         token starts in ``text`` (``decode_with_offsets``'s rule).
 
         Special tokens in ``allowed_special`` are recognised (longest first); a
         special token in ``disallowed_special`` found in the text raises
-        ValueError; any other is encoded as ordinary text.
+        ValueError; any other is encoded as ordinary text. With
+        ``add_special_tokens``, a tokenizer read from a Hugging Face file adds
+        what its post-processor adds (Llama 3's ``<|begin_of_text|>``, say).
 
         >>> import bpe
         >>> bpe.load("gpt2").encode("Hello world<|endoftext|>")
@@ -254,16 +262,28 @@ class Tokenizer:
         ([2616, 38776], [0, 2])
         """
         ids = self._encode_list(text, self._allowed(allowed_special, disallowed_special, text))
+        if add_special_tokens:
+            ids = self._post_processed(ids)
         return (ids, self.decode_with_offsets(ids, errors="replace")[1]) if offsets else ids
+
+    def _post_processed(self, ids: list[int]) -> list[int]:
+        """``ids`` with what the post-processor adds around a text's (Hugging Face's)."""
+        pipeline = self._pipeline
+        if pipeline is None or not (pipeline.prefix or pipeline.suffix):
+            return ids
+        return pipeline.prefix + ids + pipeline.suffix
 
     def encode_ordinary(self, text: str) -> list[int]:
         """The ids of ``text`` with special-token strings read as ordinary text."""
         return self._encode_list(text, [])
 
     def encode_to_numpy(self, text: str, *, dtype=None, allowed_special="all",
-                        disallowed_special=()) -> np.ndarray:
+                        disallowed_special=(), add_special_tokens: bool = False) -> np.ndarray:
         """The ids as a numpy array: uint16 when every id fits, else uint32 (or ``dtype``)."""
         ids = self._encode_array(text, self._allowed(allowed_special, disallowed_special, text))
+        if add_special_tokens and self._pipeline is not None and (self._pipeline.prefix or self._pipeline.suffix):
+            ids = np.concatenate([np.array(self._pipeline.prefix, np.uint32), ids,
+                                  np.array(self._pipeline.suffix, np.uint32)])
         dtype = self.token_dtype(dtype)
         if ids.dtype == dtype:
             return ids
@@ -281,7 +301,8 @@ class Tokenizer:
         return dtype
 
     def encode_batch(self, texts: Sequence[str], *, num_threads: Optional[int] = None,
-                     allowed_special="all", disallowed_special=()) -> list[list[int]]:
+                     allowed_special="all", disallowed_special=(),
+                     add_special_tokens: bool = False) -> list[list[int]]:
         """Encode many texts on several threads; the kernel runs without the GIL.
 
         Texts go in batches (``batch_chars``: 2^18 to 2^20 characters): each
@@ -304,7 +325,8 @@ class Tokenizer:
                 refuse_disallowed(disallowed, text)
             return encoder.encode_strs_to_lists(batch, allowed, self._ints)
 
-        return [ids for part in map_on_threads(encode, groups, threads) for ids in part]
+        encoded = [ids for part in map_on_threads(encode, groups, threads) for ids in part]
+        return [self._post_processed(ids) for ids in encoded] if add_special_tokens else encoded
 
     def encode_iterable(self, texts: Iterable[str], *, allowed_special="all",
                         disallowed_special=(), flush_chars: int = 1 << 16,
@@ -432,18 +454,27 @@ class Tokenizer:
         """How many tokens ``text`` encodes to (special tokens recognised)."""
         return len(self._encode_array(text, sorted(self.special_tokens)))
 
-    def decode_bytes(self, ids: Iterable[int]) -> bytes:
-        """The bytes of ``ids``; an id not in the vocab raises ValueError naming it."""
+    def decode_bytes(self, ids: Iterable[int], *, skip_special_tokens: bool = False) -> bytes:
+        """The bytes of ``ids``; an id not in the vocab raises ValueError naming it.
+        With ``skip_special_tokens``, special tokens' ids give nothing."""
         vocab = self._vocabulary.decoder
+        ids = ids.tolist() if isinstance(ids, np.ndarray) else ids
+        if skip_special_tokens:
+            if self._pipeline is not None:         # Hugging Face's rule: see Pipeline.skipped
+                special = self._pipeline.skipped
+            else:
+                special = set(self.special_tokens.values()) | self._vocabulary.control_ids
+            ids = [token_id for token_id in ids if token_id not in special]
         try:
-            return b"".join([vocab[i] for i in (ids.tolist() if isinstance(ids, np.ndarray) else ids)])
+            return b"".join([vocab[i] for i in ids])
         except KeyError as e:
             raise ValueError(f"token id {e.args[0]!r} is not in the vocab (n_vocab={self.n_vocab})") from None
 
-    def decode(self, ids: Iterable[int], errors: str = "replace") -> str:
+    def decode(self, ids: Iterable[int], errors: str = "replace", *, skip_special_tokens: bool = False) -> str:
         """The text of ``ids``; bytes that are not valid UTF-8 become U+FFFD (``errors``
-        as in ``bytes.decode``)."""
-        return self.decode_bytes(ids).decode("utf-8", errors=errors)
+        as in ``bytes.decode``). With ``skip_special_tokens``, special tokens' ids
+        give nothing (Hugging Face's default; bpe's is to keep them)."""
+        return self.decode_bytes(ids, skip_special_tokens=skip_special_tokens).decode("utf-8", errors=errors)
 
     def decode_batch(self, batch: Sequence[Iterable[int]], *, errors: str = "replace",
                      num_threads: Optional[int] = None) -> list[str]:
@@ -528,8 +559,8 @@ class Tokenizer:
         return digest.hexdigest()
 
     def _pipeline_identity(self):
-        """What else decides the ids (a subclass's text pipeline): None here."""
-        return None
+        """What else decides the ids: a Hugging Face file's steps around the model."""
+        return None if self._pipeline is None else self._pipeline.identity()
 
     # ------------------------------------------------------------------ files
 
@@ -577,15 +608,30 @@ class Tokenizer:
     @classmethod
     def from_huggingface(cls, path) -> "Tokenizer":
         """Read a Hugging Face ``tokenizer.json`` (a file, or a directory holding one)
-        with a byte-level BPE model; what bpe cannot encode exactly is refused,
-        naming the field (see ``formats.read_huggingface``)."""
+        with a byte-level BPE model, to encode exactly as ``tokenizers`` does;
+        what bpe cannot reproduce is refused, naming the field (see
+        ``bpe.huggingface``)."""
         path = huggingface_path(path)
-        data, ignore_merges = read_huggingface(path)
+        data = huggingface.read(path)
         try:
-            vocabulary = Vocabulary.from_dict(data.vocab, data.special_tokens)
-            rule = merge_pairs(vocabulary, data.merges, ignore_merges,
+            vocabulary = Vocabulary(data.table, data.special_tokens, data.decode_as)
+            rule = merge_pairs(vocabulary, data.merges, data.ignore_merges,
                                where=lambda index: f"model.merges[{index}]")
-            return cls._from_parts(vocabulary, rule, data.pattern, path, data.merges)
+            return cls._from_parts(vocabulary, rule, data.pattern, path, data.merges, data.pipeline)
+        except (ValueError, TypeError) as e:
+            raise TokenizerFileError(f"{path}: {e}") from None
+
+    @classmethod
+    def from_tekken(cls, path, document=None) -> "Tokenizer":
+        """Read a Mistral Tekken ``tekken.json`` (tiktoken's rule; its special tokens
+        are control tokens, as mistral-common keeps them: ids decoding knows, never
+        found in text, so ``encode`` equals ``Tekkenizer.encode(text, bos=False,
+        eos=False)``)."""
+        path = os.fspath(path)
+        data = read_tekken(path, document)
+        try:
+            vocabulary = Vocabulary(data.table, {}, data.control_tokens)
+            return cls._from_parts(vocabulary, Ranks(None), data.pattern, path)
         except (ValueError, TypeError) as e:
             raise TokenizerFileError(f"{path}: {e}") from None
 
@@ -631,8 +677,16 @@ class Tokenizer:
         ``transformers.AutoTokenizer.from_pretrained(path)`` loads it, with
         ``eos_token`` (default: the first special token) and the ``bos_token`` and
         ``pad_token`` named. Returns the tokenizer.json's path."""
-        return write_huggingface(os.fspath(path), self._data(), eos_token=eos_token,
-                                 bos_token=bos_token, pad_token=pad_token)
+        if self._pipeline is not None and not (self._pipeline.simple and self._pipeline.normalizer.identity
+                                               and not self._pipeline.prefix and not self._pipeline.suffix):
+            raise ValueError(f"{self.source}: this tokenizer's Hugging Face steps (its normalizer, "
+                             "pre-tokenizer, added tokens' options or post-processor) are more than bpe "
+                             "writes; copy the file it was read from")
+        data = self._data()
+        whole_tokens = self._rule.whole_tokens if isinstance(self._rule, Merges) else True
+        return huggingface.write(os.fspath(path), data.vocab, data.merges, data.special_tokens, data.pattern,
+                                 eos_token=eos_token, bos_token=bos_token, pad_token=pad_token,
+                                 ignore_merges=whole_tokens)
 
     def save(self, path) -> str:
         """Write this tokenizer in bpe's own format: to ``path`` if it ends in ``.bpe``,
@@ -690,28 +744,53 @@ def _load_pretrained(name: str) -> Tokenizer:
     return tokenizer
 
 
+#: The files a model directory may hold, in the order ``load`` looks for them.
+MODEL_FILES = (FILE_NAME, HF_FILE_NAME, "tekken.json", ("vocab.json", "merges.txt"), ("encoder.json", "vocab.bpe"))
+
+
 def load(name_or_path) -> Tokenizer:
     """Load a vocabulary shipped in the package by name, offline (every encoding
     tiktoken knows: "gpt2" or "r50k_base", "p50k_base", "p50k_edit",
-    "cl100k_base", "o200k_base", "o200k_harmony"), or a tokenizer from a file or directory:
-    bpe's own (``Tokenizer.save``), a Hugging Face ``tokenizer.json``, or GPT-2's
-    ``vocab.json`` with ``merges.txt``."""
+    "cl100k_base", "o200k_base", "o200k_harmony"; a model's name too, as
+    ``encoding_for_model`` maps it: "gpt-4o"), or a tokenizer from a file or
+    a model's directory: bpe's own (``Tokenizer.save``), a Hugging Face
+    ``tokenizer.json``, a Mistral ``tekken.json``, GPT-2's ``vocab.json`` with
+    ``merges.txt`` (or ``encoder.json`` with ``vocab.bpe``). The tokenizer's
+    ``source`` says which file it read. A tiktoken rank file holds no pattern:
+    read it with ``Tokenizer.from_tiktoken(path, pattern=...)``."""
     if isinstance(name_or_path, str) and (name_or_path in PRETRAINED or name_or_path in ALIASES):
         return _load_pretrained(ALIASES.get(name_or_path, name_or_path))
     path = os.fspath(name_or_path)
     if os.path.isdir(path):
-        if os.path.exists(os.path.join(path, FILE_NAME)):
-            path = os.path.join(path, FILE_NAME)
-        elif os.path.exists(os.path.join(path, HF_FILE_NAME)):
-            return Tokenizer.from_huggingface(path)
-        elif all(os.path.exists(os.path.join(path, name)) for name in ("vocab.json", "merges.txt")):
-            return Tokenizer.from_files(os.path.join(path, "vocab.json"), os.path.join(path, "merges.txt"))
-        else:
-            raise FileNotFoundError(f"{path}: holds no tokenizer ({FILE_NAME}, {HF_FILE_NAME}, or "
-                                    "vocab.json with merges.txt)")
-    elif path.endswith(".json") and os.path.exists(path):
+        for names in MODEL_FILES:
+            if isinstance(names, tuple):
+                if all(os.path.exists(os.path.join(path, name)) for name in names):
+                    return Tokenizer.from_files(*(os.path.join(path, name) for name in names))
+            elif os.path.exists(os.path.join(path, names)):
+                return load(os.path.join(path, names))
+        rank_files = sorted(name for name in os.listdir(path) if name.endswith((".tiktoken", ".model")))
+        hint = (f"; {rank_files[0]} may be a tiktoken rank file: read it with "
+                "bpe.Tokenizer.from_tiktoken(path, pattern=..., special_tokens=...)") if rank_files else ""
+        names = ", ".join(name if isinstance(name, str) else " with ".join(name) for name in MODEL_FILES)
+        raise FileNotFoundError(f"{path}: holds no tokenizer bpe reads ({names}){hint}")
+    if path.endswith(".json") and os.path.exists(path):
+        document = read_json(path)
+        if looks_like_tekken(document):
+            return Tokenizer.from_tekken(path, document)
         return Tokenizer.from_huggingface(path)
+    if path.endswith((".tiktoken", ".tiktoken.gz", ".model")) and os.path.exists(path):
+        raise ValueError(f"{path}: a tiktoken rank file (or a SentencePiece model) holds no pattern: read it with "
+                         "bpe.Tokenizer.from_tiktoken(path, pattern=..., special_tokens=...)")
     if not os.path.exists(path) and isinstance(name_or_path, str) and os.sep not in name_or_path:
+        try:
+            return load(encoding_name_for_model(name_or_path))
+        except KeyError:
+            pass
+        import difflib
+
+        known = [*PRETRAINED, *ALIASES]
+        close = difflib.get_close_matches(name_or_path, known + list(MODEL_TO_ENCODING), n=1)
+        guess = f"; did you mean {close[0]!r}?" if close else ""
         raise FileNotFoundError(f"no tokenizer {name_or_path!r}: not a built-in name "
-                                f"({', '.join([*PRETRAINED, *ALIASES])}) nor a tokenizer file or directory")
+                                f"({', '.join(known)}) nor a tokenizer file or directory{guess}")
     return Tokenizer.from_data(read_own(path), path)

@@ -72,7 +72,8 @@ class Vocabulary:
     given twice) and special tokens by name. Checks what every rule needs: ids
     in range, a token for every byte, valid special names."""
 
-    def __init__(self, table: RankTable, special_tokens: Mapping[str, int]):
+    def __init__(self, table: RankTable, special_tokens: Mapping[str, int],
+                 decode_as: Optional[Mapping[int, bytes]] = None):
         check_special_tokens(list(special_tokens))
         specials = {}
         for name, token_id in special_tokens.items():
@@ -92,11 +93,24 @@ class Vocabulary:
         self.table = table
         self.special_tokens = specials
         self.byte_ids = byte_ids
-        largest = max([int(ids[-1]) if len(ids) else -1, *specials.values()])
+        largest = max([int(ids[-1]) if len(ids) else -1, *specials.values(), *(decode_as or {})])
         #: One more than the largest id (tiktoken's meaning).
         self.n_vocab = largest + 1
+        #: Bytes some ids decode to: a special token's, instead of its name's UTF-8
+        #: (Hugging Face's ByteLevel decoder reads an added token's text as byte
+        #: characters); or a control token's, an id text never encodes to (Mistral's
+        #: Tekken files number their special tokens so, and never find them in text).
+        self.decode_as = dict(decode_as or {})
+        for token_id in self.decode_as:
+            if not _is_id(token_id) or not 0 <= token_id <= MAX_ID:
+                raise ValueError(f"token id {token_id!r} is not an int in [0, {MAX_ID}]")
         self._decoder: Optional[dict[int, bytes]] = None
         self._ids_by_bytes: Optional[dict[bytes, int]] = None
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["_decoder"] = state["_ids_by_bytes"] = None      # views, made again on demand
+        return state
 
     @classmethod
     def from_dict(cls, vocab: Mapping[int, bytes],
@@ -145,7 +159,9 @@ class Vocabulary:
         if self._decoder is None:
             decoder = {}
             for name, token_id in self.special_tokens.items():
-                decoder.setdefault(token_id, name.encode("utf-8"))
+                decoder.setdefault(token_id, self.decode_as.get(token_id, name.encode("utf-8")))
+            for token_id, token in self.decode_as.items():
+                decoder.setdefault(token_id, token)
             decoder.update(zip(self.table.ranks.tolist(), self.table.tokens()))
             self._decoder = decoder
         return self._decoder
@@ -162,6 +178,12 @@ class Vocabulary:
         return dict(sorted(self.decoder.items()))
 
     @property
+    def control_ids(self) -> set[int]:
+        """Ids that only decoding knows (``decode_as``'s, past every token's)."""
+        special = set(self.special_tokens.values())
+        return {token_id for token_id in self.decode_as if token_id not in special}
+
+    @property
     def n_ordinary(self) -> int:
         return len(self.table.ranks)
 
@@ -174,7 +196,8 @@ class Vocabulary:
         longest run from 0 in which at most PREBUILT_SLACK ids are unused, so
         that a far id (a special token, or a rank far past the others) costs
         no memory by its size."""
-        ids = np.union1d(self.table.ranks, np.fromiter(self.special_tokens.values(), np.int64))
+        ids = np.union1d(self.table.ranks, np.fromiter([*self.special_tokens.values(), *self.decode_as],
+                                                       np.int64))
         dense = np.flatnonzero(ids - np.arange(len(ids)) <= PREBUILT_SLACK)   # a prefix: gaps only grow
         return int(ids[dense[-1]]) + 1 if len(dense) else 0
 
@@ -204,7 +227,10 @@ class Vocabulary:
         data, offsets, ids = self.table
         header = np.stack([ids.astype("<u4"), np.diff(offsets).astype("<u4")], axis=1).view(np.uint8)
         ordinary = with_headers(header, data, offsets)
-        special = json.dumps(sorted(self.special_tokens.items()), ensure_ascii=False).encode("utf-8")
+        special = sorted(self.special_tokens.items())
+        if self.decode_as:
+            special = [special, sorted((token_id, token.hex()) for token_id, token in self.decode_as.items())]
+        special = json.dumps(special, ensure_ascii=False).encode("utf-8")
         return ordinary + len(special).to_bytes(8, "little") + special
 
 

@@ -26,9 +26,9 @@ LAYERS = [
     "tokenizer",                                                     # the tokenizer
     "shards",                                                        # sharded output
     "encode_file", "chunk_writer", "counting", "dataset", "token_array",   # whole corpora
-    "vocabulary", "encoder", "pretrained", "formats",                # encoding, files
+    "huggingface", "vocabulary", "encoder", "pretrained", "formats",  # encoding, files
     "pure", "view",                                                  # the oracle, seeing tokens
-    "chunking", "specials", "patterns", "files", "workers", "progress", "errors",   # rules, tools
+    "chunking", "specials", "patterns", "onig", "files", "workers", "progress", "errors",   # rules, tools
     "_train", "_rankfile", "_encode", "_lists", "_scanner", "unicode",   # kernels
     "_shortcache", "_sharedgeneral", "_shortfilter", "_bytestable", "_pairranks", "_pairmap",    # kernel
     "_specials", "_utf8", "_checks", "_types", "_memory",                                      # headers

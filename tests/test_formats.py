@@ -140,6 +140,7 @@ def test_a_special_token_on_an_ordinary_rank_shares_it_as_in_tiktoken(trained, t
     # tiktoken keeps the ordinary token (its bytes still encode to that rank and
     # decode from it), and the special name encodes to the same rank.
     tiktoken = pytest.importorskip("tiktoken")
+    pytest.importorskip("tiktoken.load")
     path = trained.to_tiktoken(tmp_path / "trained.tiktoken")
     taken = max(trained.vocab)
     loaded = bpe.Tokenizer.from_tiktoken(path, pattern="o200k", special_tokens={"<|x|>": taken})

@@ -1,0 +1,228 @@
+"""Every step of a Hugging Face ``tokenizer.json`` that bpe reads, on a crafted file
+per feature, id for id against ``tokenizers``: normalizers, pre-tokenizers
+(Split's behaviours, Oniguruma's meanings), added tokens' options, the BPE
+model's options, post-processors, the decoder; and what bpe refuses, named."""
+import copy
+import json
+
+import hypothesis.strategies as st
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+import bpe
+
+from conftest import SHAKESPEARE
+from hf_reference import HARD_TEXTS, agreeing_characters, write_json
+
+tokenizers = pytest.importorskip("tokenizers")
+from tokenizers import decoders, models, pre_tokenizers, trainers  # noqa: E402
+
+BYTE_LEVEL = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
+LOWER = {"type": "Lowercase"}
+
+
+@pytest.fixture(scope="module")
+def base():
+    """A small byte-level BPE trained by tokenizers itself, as its JSON."""
+    tok = tokenizers.Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=600, show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator([open(SHAKESPEARE, encoding="utf-8").read()[:200_000] + " ".join(HARD_TEXTS)], trainer)
+    return json.loads(tok.to_str())
+
+
+def added(content, *, special=True, normalized=False, lstrip=False, rstrip=False, single_word=False):
+    return {"content": content, "special": special, "normalized": normalized, "lstrip": lstrip,
+            "rstrip": rstrip, "single_word": single_word}
+
+
+def split(regex, behavior="Isolated", invert=False):
+    return {"type": "Split", "pattern": {"Regex": regex}, "behavior": behavior, "invert": invert}
+
+
+def sequence(*steps):
+    return {"type": "Sequence", "pretokenizers": list(steps)}
+
+
+#: name -> changes to the trained file: top-level fields replaced, "added" the
+#: added tokens (ids given as tokenizers gives them), "model" options.
+VARIANTS = {
+    "NFC": {"normalizer": {"type": "NFC"}},
+    "NFD": {"normalizer": {"type": "NFD"}},
+    "NFKC": {"normalizer": {"type": "NFKC"}},
+    "NFKD": {"normalizer": {"type": "NFKD"}},
+    "Lowercase": {"normalizer": LOWER},
+    "Replace string": {"normalizer": {"type": "Replace", "pattern": {"String": "ab"}, "content": "X"}},
+    "Replace regex": {"normalizer": {"type": "Replace", "pattern": {"Regex": r"\s+"}, "content": " "}},
+    "Prepend": {"normalizer": {"type": "Prepend", "prepend": "_"}},
+    "Strip": {"normalizer": {"type": "Strip", "strip_left": True, "strip_right": True}},
+    "normalizer Sequence": {"normalizer": {"type": "Sequence", "normalizers": [
+        {"type": "Strip", "strip_left": False, "strip_right": True}, {"type": "NFKC"}, LOWER]}},
+    **{f"Split {behavior}{' inverted' if invert else ''}": {"pre_tokenizer": sequence(
+        split(r"\s+|[0-9]", behavior, invert), {**BYTE_LEVEL, "use_regex": False})}
+       for behavior in ("Removed", "Isolated", "MergedWithPrevious", "MergedWithNext", "Contiguous")
+       for invert in (False, True)},
+    "Split string": {"pre_tokenizer": sequence({"type": "Split", "pattern": {"String": "a"}, "behavior": "Isolated",
+                                                "invert": False}, {**BYTE_LEVEL, "use_regex": False})},
+    "Split llama3": {"pre_tokenizer": sequence(split(
+        r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+"
+        r"|\s+(?!\S)|\s+"), {**BYTE_LEVEL, "use_regex": False})},
+    "Split line anchors": {"pre_tokenizer": sequence(split(r"^\s+|\s+$|\w+\Z"), {**BYTE_LEVEL, "use_regex": False})},
+    "Split hex and words": {"pre_tokenizer": sequence(split(r"\h+|\w+|\b"), {**BYTE_LEVEL, "use_regex": False})},
+    "Split dot-all": {"pre_tokenizer": sequence(split(r"(?m:a.)"), {**BYTE_LEVEL, "use_regex": False})},
+    "Split empty matches": {"pre_tokenizer": sequence(split(r"x*", "MergedWithNext"),
+                                                      {**BYTE_LEVEL, "use_regex": False})},
+    "ByteLevel prefix space": {"pre_tokenizer": {**BYTE_LEVEL, "add_prefix_space": True}},
+    "ByteLevel no regex": {"pre_tokenizer": {**BYTE_LEVEL, "use_regex": False}},
+    "Digits": {"pre_tokenizer": sequence({"type": "Digits", "individual_digits": False}, BYTE_LEVEL)},
+    "Digits one by one": {"pre_tokenizer": sequence({"type": "Digits", "individual_digits": True}, BYTE_LEVEL)},
+    "Punctuation": {"pre_tokenizer": sequence({"type": "Punctuation", "behavior": "Isolated"}, BYTE_LEVEL)},
+    "Punctuation contiguous": {"pre_tokenizer": sequence({"type": "Punctuation", "behavior": "Contiguous"},
+                                                         BYTE_LEVEL)},
+    "Whitespace": {"pre_tokenizer": sequence({"type": "Whitespace"}, {**BYTE_LEVEL, "use_regex": False})},
+    "WhitespaceSplit": {"pre_tokenizer": sequence({"type": "WhitespaceSplit"}, BYTE_LEVEL)},
+    "added plain": {"added": [added("<s>"), added("</s>"), added("ab", special=False)]},
+    "added lstrip rstrip": {"added": [added("<s>", lstrip=True), added("</s>", rstrip=True)]},
+    "added single word": {"added": [added("the", single_word=True, special=False), added("<s>")]},
+    "added normalized": {"normalizer": LOWER,
+                         "added": [added("<S>", normalized=True), added("qz>"), added("<qqz", normalized=True)]},
+    "added mixed": {"added": [added("<qqz", normalized=True), added("qz>"), added("<s>", lstrip=True)]},
+    "ignore_merges": {"model": {"ignore_merges": True}},
+    "merges as pairs": {"model": {"merges_as_pairs": True}},
+    "Template": {"added": [added("<s>"), added("</s>")], "post_processor": "template"},
+    "Roberta": {"added": [added("<s>"), added("</s>")], "post_processor": "roberta"},
+    "Bert": {"added": [added("<s>"), added("</s>")], "post_processor": "bert"},
+    "post Sequence": {"added": [added("<s>"), added("</s>")], "post_processor": "sequence"},
+}
+
+
+def variant(base: dict, changes: dict) -> dict:
+    document = copy.deepcopy(base)
+    model = document["model"]
+    n = len(model["vocab"])
+    tokens = [dict(token, id=n + index) for index, token in enumerate(changes.get("added", []))]
+    document["added_tokens"] = tokens
+    ids = {token["content"]: token["id"] for token in tokens}
+    for field in ("normalizer", "pre_tokenizer"):
+        if field in changes:
+            document[field] = changes[field]
+    options = dict(changes.get("model", {}))
+    if options.pop("merges_as_pairs", False):
+        model["merges"] = [merge.split(" ") if isinstance(merge, str) else merge for merge in model["merges"]]
+    model.update(options)
+    post = changes.get("post_processor")
+    template = {"type": "TemplateProcessing",
+                "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+                           {"SpecialToken": {"id": "</s>", "type_id": 0}}],
+                "pair": [{"Sequence": {"id": "A", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}],
+                "special_tokens": {name: {"id": name, "ids": [ids[name]], "tokens": [name]}
+                                   for name in ("<s>", "</s>")}} if post else None
+    if post == "template":
+        document["post_processor"] = template
+    elif post in ("roberta", "bert"):
+        document["post_processor"] = {"type": "RobertaProcessing" if post == "roberta" else "BertProcessing",
+                                      "sep": ["</s>", ids["</s>"]], "cls": ["<s>", ids["<s>"]],
+                                      **({"trim_offsets": True, "add_prefix_space": False}
+                                         if post == "roberta" else {})}
+    elif post == "sequence":
+        document["post_processor"] = {"type": "Sequence", "processors": [
+            {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False}, template]}
+    return document
+
+
+TEXTS = HARD_TEXTS + ["<s>hi</s> <s> x </s>", "a<qqz>b <S>x<s>", "the theme other the", "  <s>  </s>  ",
+                      "Ab ab AB aab", "x" * 7 + "axxbxx"]
+pieces = st.sampled_from(["<s>", "</s>", "<S>", "qz>", "<qqz", " the ", "ab", "AB", " ", "  ", "\n", "\t", "1",
+                          "23", ".", ",", "x", "xx", "é", "e\u0301", "ﬁ", "Σ"])
+text_strategy = st.lists(st.one_of(pieces, agreeing_characters()), max_size=30).map("".join)
+
+
+@pytest.fixture(scope="module", params=sorted(VARIANTS))
+def pair(request, base, tmp_path_factory):
+    path = write_json(tmp_path_factory.mktemp("hf") / "tokenizer.json", variant(base, VARIANTS[request.param]))
+    return bpe.load(path), tokenizers.Tokenizer.from_file(path), request.param
+
+
+def check(ours, theirs, text):
+    expected = theirs.encode(text, add_special_tokens=False).ids
+    assert ours.encode(text) == expected
+    assert ours.encode(text, add_special_tokens=True) == theirs.encode(text, add_special_tokens=True).ids
+    assert ours.decode(expected) == theirs.decode(expected, skip_special_tokens=False)
+    assert ours.decode(expected, skip_special_tokens=True) == theirs.decode(expected)
+
+
+def test_each_feature_on_hard_texts(pair):
+    ours, theirs, name = pair
+    for text in TEXTS:
+        check(ours, theirs, text)
+    assert ours.encode_batch(TEXTS, num_threads=2) == [theirs.encode(t, add_special_tokens=False).ids
+                                                       for t in TEXTS]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=text_strategy)
+def test_each_feature_on_any_text(pair, text):
+    ours, theirs, _ = pair
+    check(ours, theirs, text)
+
+
+def test_a_duplicate_merge_takes_its_last_rank(base, tmp_path):
+    # ["b c", "a b", "b c"] on "abc": tokenizers gives "ab c" (the pair's last rank).
+    document = copy.deepcopy(base)
+    model = document["model"]
+    merges = model["merges"]
+    first = merges[0]
+    model["merges"] = merges[1:40] + [first] + merges[40:]
+    path = write_json(tmp_path / "tokenizer.json", document)
+    ours, theirs = bpe.load(path), tokenizers.Tokenizer.from_file(path)
+    for text in TEXTS:
+        assert ours.encode(text) == theirs.encode(text, add_special_tokens=False).ids
+
+
+REFUSED = [
+    (lambda d: d.update(normalizer={"type": "BertNormalizer"}), r"normalizer: 'BertNormalizer' is not a normalizer"),
+    (lambda d: d.update(normalizer={"type": "Replace", "pattern": {"Regex": "x*"}, "content": "y"}),
+     r"normalizer.pattern: can match the empty string"),
+    (lambda d: d.update(normalizer="NFC"), r"normalizer: is 'NFC', not an object with a type"),
+    (lambda d: d.update(pre_tokenizer={"type": "Metaspace"}), r"pre_tokenizer: 'Metaspace' is not a pre-tokenizer"),
+    (lambda d: d.update(pre_tokenizer=sequence(split(r"\p{N}{1,3}+"), BYTE_LEVEL)),
+     r"repeats the interval"),
+    (lambda d: d.update(pre_tokenizer=sequence(split(r"(?i:ss)"), BYTE_LEVEL)), r"folds case"),
+    (lambda d: d.update(pre_tokenizer=sequence(split(r"\pL"), BYTE_LEVEL)), r"without braces"),
+    (lambda d: d.update(pre_tokenizer=sequence(split(r"[a-z&&[^aeiou]]"), BYTE_LEVEL)), r"class intersection"),
+    (lambda d: d.update(pre_tokenizer=sequence(split(r"[[:alpha:]]"), BYTE_LEVEL)), r"nested class"),
+    (lambda d: d.update(pre_tokenizer=sequence(split("abc", "Sideways"), BYTE_LEVEL)), r"behavior: is 'Sideways'"),
+    (lambda d: d.update(pre_tokenizer={"type": "Sequence", "pretokenizers": 5}),
+     r"pre_tokenizer.pretokenizers: is 5, not a list"),
+    (lambda d: d.update(pre_tokenizer=split(r"\s+")), r"pre_tokenizer: has no ByteLevel step"),
+    (lambda d: d.update(decoder="ByteLevel"), r"decoder: is 'ByteLevel', not an object"),
+    (lambda d: d.update(decoder={"type": "WordPiece"}), r"decoder: 'WordPiece' is not ByteLevel"),
+    (lambda d: d.update(post_processor={"type": "Nope"}), r"post_processor: 'Nope' is not a post-processor"),
+    (lambda d: d.update(truncation={"max_length": 8}), r"truncation: is set"),
+    (lambda d: d["model"].update(type="WordPiece"), r"model.type: is 'WordPiece'"),
+    (lambda d: d["model"].update(dropout=0.1), r"model.dropout: is 0.1"),
+    (lambda d: d["model"].update(continuing_subword_prefix="##"), r"model.continuing_subword_prefix"),
+    (lambda d: d["model"]["vocab"].update({"Ġzz": 1 << 40}), r"id 1099511627776 is not in \[0, "),
+    (lambda d: d["model"]["merges"].append("a b"), r"model.merges: mixes 'a b' strings and \[a, b\] pairs"),
+    (lambda d: d["model"]["merges"].append(["a", "b", "c"]), r"model.merges\[\d+\]: \['a', 'b', 'c'\] is not"),
+    (lambda d: d["model"]["merges"].append(["q", "zz"]), r"model.merges\[\d+\]: 'zz' is not in the vocabulary"),
+    (lambda d: d.update(added_tokens=[{**added("<s>"), "id": 5}]), r"added_tokens\[0\].id: is 5, but tokenizers"),
+    (lambda d: d.update(added_tokens=[added("<x>", rstrip=True), added(" y")]), r"emits that space twice"),
+    (lambda d: d.update(normalizer=LOWER, added_tokens=[added("AB", normalized=True), added("ab", normalized=True)]),
+     r"normalize alike"),
+]
+
+
+@pytest.mark.parametrize("change, message", REFUSED)
+def test_what_is_not_reproduced_exactly_is_refused_naming_the_field(base, tmp_path, change, message):
+    document = copy.deepcopy(base)
+    for index, token in enumerate(document.get("added_tokens") or []):
+        token.setdefault("id", len(document["model"]["vocab"]) + index)
+    change(document)
+    for index, token in enumerate(document.get("added_tokens") or []):
+        token.setdefault("id", len(document["model"]["vocab"]) + index)
+    path = write_json(tmp_path / "tokenizer.json", document)
+    with pytest.raises(bpe.TokenizerFileError, match=rf"tokenizer.json: .*{message}"):
+        bpe.load(path)
