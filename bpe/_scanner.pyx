@@ -22,6 +22,11 @@ The patterns, branch by branch (``i`` the start, ``c`` the code point there)
 -------------------------------------------------------------------------------
 gpt2    ``'(?:[sdmt]|ll|ve|re)| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+``
 cl100k  ``'(?i:[sdmt]|ll|ve|re)|[^\\r\\n\\p{L}\\p{N}]?+\\p{L}++|\\p{N}{1,3}+| ?[^\\s\\p{L}\\p{N}]++[\\r\\n]*+|\\s++$|\\s*[\\r\\n]|\\s+(?!\\S)|\\s``
+llama3  ``(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+``
+        (cl100k as tiktoken first spelt it, and Llama 3 ships it): the same
+        pre-tokens but for a white-space run that reaches the text's end, which
+        ``\\s*[\\r\\n]+`` splits after its last CR or LF, as o200k's does.
+qwen2   llama3 with ``\\p{N}`` for ``\\p{N}{1,3}``: each digit a pre-token.
 o200k   ``P?U*W+C?|P?U+W*C?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+``
         with P = ``[^\\r\\n\\p{L}\\p{N}]``, U = ``[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]``,
         W = ``[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]``, C the case-insensitive contractions.
@@ -71,7 +76,8 @@ cdef enum:
     UPPERISH = 8     # [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]
     LOWERISH = 16    # [\p{Ll}\p{Lm}\p{Lo}\p{M}]
 
-PATTERN_IDS = {"gpt2": PATTERN_GPT2, "cl100k": PATTERN_CL100K, "o200k": PATTERN_O200K}
+PATTERN_IDS = {"gpt2": PATTERN_GPT2, "cl100k": PATTERN_CL100K, "o200k": PATTERN_O200K,
+               "llama3": PATTERN_LLAMA3, "qwen2": PATTERN_QWEN2}
 
 # The tables, owned by numpy arrays kept alive in _tables; built on first use,
 # for the ASCII code points only until text that is not ASCII is scanned
@@ -360,7 +366,9 @@ cdef Py_ssize_t next_gpt2(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexcept
     return last_start             # \s+(?!\S): leave the last space to the next pre-token
 
 
-cdef Py_ssize_t next_cl100k(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
+cdef inline Py_ssize_t next_cl100k(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, int digits,
+                                   bint whole_final_run) noexcept nogil:
+    """cl100k (``digits`` 3, ``whole_final_run``), llama3 (3, not) or qwen2 (1, not)."""
     cdef Py_ssize_t j, k, end, last_start, last_newline_end
     cdef uint8_t c = class_at(s, i, &j)
     if s[i] == 39:
@@ -374,13 +382,13 @@ cdef Py_ssize_t next_cl100k(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexce
         if class_at(s, j, &k) & LETTER:
             return run_with(s, k, n, LETTER)
     if c & NUMBER:
-        return run_numbers(s, i, n, 3)
+        return run_numbers(s, i, n, digits)
     end = punctuation(s, i, j, n, c, False)
     if end >= 0:
         return end
     end = whitespace(s, i, n, &last_start, &last_newline_end)
-    if end == n:
-        return n                  # \s++$
+    if end == n and (whole_final_run or last_newline_end < 0):
+        return n                  # \s++$, or \s+(?!\S) to the end
     if last_newline_end > 0:
         return last_newline_end   # \s*[\r\n]
     if last_start != i:
@@ -456,7 +464,11 @@ cdef Py_ssize_t next_pretoken(int pattern, const uint8_t* s, Py_ssize_t i,
     if pattern == PATTERN_GPT2:
         return next_gpt2(s, i, n)
     if pattern == PATTERN_CL100K:
-        return next_cl100k(s, i, n)
+        return next_cl100k(s, i, n, 3, True)
+    if pattern == PATTERN_LLAMA3:
+        return next_cl100k(s, i, n, 3, False)
+    if pattern == PATTERN_QWEN2:
+        return next_cl100k(s, i, n, 1, False)
     return next_o200k(s, i, n)
 
 
@@ -555,7 +567,7 @@ cdef inline uint64_t whitespace_starts(const ClassMasks* m, uint64_t valid, uint
 
 
 cdef inline uint64_t cl100k_starts(const ClassMasks* m, uint64_t valid, Py_ssize_t known, bint at_end,
-                                   uint64_t* decided) noexcept nogil:
+                                   uint64_t* decided, bint single_digits, bint whole_final_run) noexcept nogil:
     """cl100k starts a pre-token at byte k exactly when k is
       a letter:     k - 1 is not a letter, and does not prefix it: a non-letter,
                     non-digit other than CR or LF prefixes a letter when it
@@ -566,7 +578,9 @@ cdef inline uint64_t cl100k_starts(const ClassMasks* m, uint64_t valid, Py_ssize
       other:        k - 1 is neither other nor a space (" ?[^\\s\\p{L}\\p{N}]++");
       whitespace:   not CR or LF right after other bytes ("[\\r\\n]*+" takes
                     those along), and as ``whitespace_starts`` says, with "\\s++$"
-                    keeping a run that reaches the text's end whole."""
+                    keeping a run that reaches the text's end whole.
+    llama3 (``whole_final_run`` false) splits that run as o200k does; qwen2
+    (``single_digits`` too) starts a pre-token at every digit."""
     cdef uint64_t letter = m.upper | m.lower
     cdef uint64_t space = m.space
     cdef uint64_t other = valid & ~(letter | m.digit | space)
@@ -574,11 +588,11 @@ cdef inline uint64_t cl100k_starts(const ClassMasks* m, uint64_t valid, Py_ssize
     cdef uint64_t absorbed = fill_up((other << 1) & m.newline, m.newline)
     cdef uint64_t final = 0
     cdef uint64_t below
-    if at_end and known > 0 and (space >> (known - 1)) & 1:
+    if whole_final_run and at_end and known > 0 and (space >> (known - 1)) & 1:
         below = valid & ~space
         final = valid & ~(((<uint64_t>2 << (63 - leading_zeros(below))) - 1) if below else 0)
     return ((letter & ~(letter << 1) & ~((space & ~m.newline) << 1) & ~(other_first << 1))
-            | digit_groups(m.digit) | other_first
+            | (m.digit if single_digits else digit_groups(m.digit)) | other_first
             | whitespace_starts(m, valid, absorbed, final, known, at_end, decided))
 
 
@@ -663,7 +677,11 @@ cdef void load_window(Scanner* sc, Py_ssize_t p) noexcept nogil:
     if sc.pattern == PATTERN_GPT2:
         starts = gpt2_starts(&m, valid)
     elif sc.pattern == PATTERN_CL100K:
-        starts = cl100k_starts(&m, valid, known, at_end, &decided)
+        starts = cl100k_starts(&m, valid, known, at_end, &decided, False, True)
+    elif sc.pattern == PATTERN_LLAMA3:
+        starts = cl100k_starts(&m, valid, known, at_end, &decided, False, False)
+    elif sc.pattern == PATTERN_QWEN2:
+        starts = cl100k_starts(&m, valid, known, at_end, &decided, True, False)
     else:
         starts = o200k_starts(&m, valid, known, at_end, &decided)
     starts &= decided
@@ -733,7 +751,7 @@ cdef Py_ssize_t scanner_fill(Scanner* sc, Py_ssize_t i, Py_ssize_t* ends, Py_ssi
 cdef int check_pattern(int pattern, const uint8_t* s, Py_ssize_t n) except -1:
     """A valid native pattern id, with the tables its scanner reads for the
     UTF-8 ``s[:n]`` built (looking at the text only while they cover ASCII alone)."""
-    if pattern not in (PATTERN_GPT2, PATTERN_CL100K, PATTERN_O200K):
+    if not 0 <= pattern < N_PATTERNS:
         raise ValueError(f"unknown native pattern id {pattern}")
     cdef bint ascii_text
     if _every_code_point:

@@ -60,6 +60,7 @@ class Encoder:
         self._sharing = 0             # ``sharing_cache`` blocks open
         self._shared_leases = 0       # sessions lent out that share it
         self._needles_made: dict = {}
+        self._needles_last = (None, None)
 
     @classmethod
     def from_tokens(cls, ids_by_bytes: Mapping[bytes, int], ranked_ids: Sequence[int],
@@ -202,6 +203,8 @@ class Encoder:
         """The kernel's form of the ``allowed`` special tokens: their UTF-8 and ids,
         made once for each set asked for (a call per short document made them
         again each time)."""
+        if allowed is self._needles_last[0]:          # the same list as last time: most calls
+            return self._needles_last[1]
         key = tuple(allowed)
         needles = self._needles_made.get(key)
         if needles is None:
@@ -209,6 +212,7 @@ class Encoder:
                        np.array([self.special_tokens[token] for token in key], dtype=np.uint32))
             needles[1].flags.writeable = False
             self._needles_made[key] = needles
+        self._needles_last = (allowed, needles)
         return needles
 
     def _encode_many_with_regex(self, texts: Sequence[str], allowed: Sequence[str],
@@ -225,10 +229,13 @@ class Encoder:
     def _kernel_may_encode(self, text: str, allowed: Sequence[str]) -> bool:
         """Whether the kernel alone gives the pipeline's ids for ``text``: the
         pipeline's steps are a pattern and plain added tokens, and its
-        normalizer leaves each stretch between those tokens as it is."""
+        normalizer leaves each stretch between those tokens as it is (ASCII
+        text, always, under Unicode normalization forms)."""
         pipeline = self.pipeline
         if not pipeline.simple:
             return False
+        if pipeline.ascii_unchanged and text.isascii():
+            return True
         return pipeline.unchanged(text, special_spans(text, allowed) if allowed else ())
 
     def _encode_many_with_pipeline(self, texts: Sequence[str], allowed: Sequence[str],

@@ -325,11 +325,23 @@ class Pipeline:
         #: is a special added token's (tokenizers compares the text, not the id).
         self.skipped = frozenset(skipped)
         self._tries: dict = {}
+        self._settle()
+
+    def _settle(self) -> None:
+        """What every call asks, worked out once."""
+        #: The kernel alone can encode a text the normalizer leaves unchanged.
+        self.simple = self._simple()
+        #: ... and the normalizer leaves every ASCII text unchanged.
+        self.ascii_unchanged = all(step["type"] in NORMALIZATION_FORMS for step in self.normalizer.steps)
 
     def __getstate__(self):
         state = self.__dict__.copy()
         state["_tries"] = {}
         return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._settle()
 
     def identity(self):
         """What decides ids, as plain data (for the fingerprint)."""
@@ -346,8 +358,7 @@ class Pipeline:
         return len({token.normalized for token in self.added}) <= 1 and (
             self.normalizer.identity or not any(token.normalized for token in self.added))
 
-    @property
-    def simple(self) -> bool:
+    def _simple(self) -> bool:
         """Whether the kernel alone can encode a text the normalizer leaves
         unchanged: plain added tokens and a pre-tokenizer that is one pattern."""
         return self.plain_added and self.pre_tokenizer.pattern is not None

@@ -29,8 +29,17 @@ O200K_PATTERN = "|".join(
     ]
 )
 
+#: cl100k as tiktoken first spelt it, which Llama 3 ships (its tokenizer.json and
+#: tokenizer.model): it differs from CL100K_PATTERN only on a white-space run
+#: that reaches the text's end (split after its last CR or LF).
+LLAMA3_PATTERN = (r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"""
+                  r"""|\s*[\r\n]+|\s+(?!\S)|\s+""")
+#: Qwen2's (its tokenizer.json, and qwen.tiktoken's): Llama 3's with one digit a pre-token.
+QWEN2_PATTERN = LLAMA3_PATTERN.replace(r"\p{N}{1,3}", r"\p{N}")
+
 #: The built-in patterns by name; tiktoken's encoding names are aliases.
-PATTERNS = {"gpt2": GPT2_PATTERN, "cl100k": CL100K_PATTERN, "o200k": O200K_PATTERN}
+PATTERNS = {"gpt2": GPT2_PATTERN, "cl100k": CL100K_PATTERN, "o200k": O200K_PATTERN,
+            "llama3": LLAMA3_PATTERN, "qwen2": QWEN2_PATTERN}
 #: tiktoken's own spelling of GPT-2's pattern (possessive, for its regex engine's
 #: speed): it matches exactly what GPT2_PATTERN matches, so it is the same built-in.
 TIKTOKEN_GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""

@@ -230,6 +230,13 @@ class Tokenizer:
 
     def _allowed(self, allowed_special, disallowed_special, text: str) -> list[str]:
         """The special tokens to recognise; raises if a disallowed one is in ``text``."""
+        if allowed_special == "all" and not disallowed_special:
+            # The default, on every call: the same list each time (Llama 3 has 256
+            # special tokens, and sorting them anew cost more than a short text).
+            every = self.__dict__.get("_every_special")
+            if every is None:
+                every = self._every_special = sorted(self.special_tokens)
+            return every
         allowed, disallowed = special_policy(self.special_tokens, allowed_special, disallowed_special)
         refuse_disallowed(disallowed, text)
         return allowed
@@ -514,6 +521,7 @@ class Tokenizer:
         state["_encoder"] = self.encoder.__getstate__()        # plain arrays: built on arrival
         state["_fingerprint"] = self.fingerprint()
         state["_vocab"] = None                                  # a view, made again on demand
+        state.pop("_every_special", None)
         state.pop("_ints", None)
         del state["_encoder_lock"]
         return state
