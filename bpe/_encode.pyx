@@ -553,8 +553,14 @@ cdef class Session:
         return 0 if self.scratch.short.slots == NULL else self.scratch.short.mask + 1
 
 
+cdef enum:
+    KEPT_PIECE_BYTES = 1 << 16   # the longest pre-token whose work arrays a session keeps after a call
+
+
 cdef void release_output(Scratch* s) noexcept nogil:
-    """Forget the call's ids; give back very large buffers."""
+    """Forget the call's ids; give back very large buffers. The work arrays of
+    one outsized pre-token (36 bytes a byte of it: 360 MB for a 10 MB DNA line)
+    go too, so one call does not leave a session, one per thread, holding them."""
     s.out.size = 0
     if s.out.capacity > (1 << 20):
         mem_free(s.out.data)
@@ -564,6 +570,15 @@ cdef void release_output(Scratch* s) noexcept nogil:
         mem_free(s.text.data)
         s.text.data = NULL
         s.text.capacity = 0
+    if s.token_capacity > KEPT_PIECE_BYTES:
+        mem_free(s.part_token)
+        mem_free(s.part_next)
+        mem_free(s.part_prev)
+        mem_free(s.heap)
+        s.part_token = NULL
+        s.part_next = s.part_prev = NULL
+        s.heap = NULL
+        s.token_capacity = s.next_capacity = s.prev_capacity = s.heap_capacity = 0
 
 
 cdef inline void str_parts(object text, const void** source, Py_ssize_t* n_points,

@@ -17,7 +17,7 @@ import warnings
 
 import bpe
 from bpe.errors import BpeError, CorpusDecodeError
-from bpe.files import checked_utf8, resolve_inputs
+from bpe.files import checked_utf8, refuse_overwriting_inputs, resolve_inputs
 from bpe.view import TokenView, color_wanted, render_terminal, write_html
 
 DEFAULT_CORPUS = os.path.join(os.path.dirname(__file__), "data", "tinyshakespeare.txt")
@@ -128,9 +128,9 @@ def cmd_encode(args) -> None:
 def _shard_bytes(args) -> int:
     if args.shard_mb is None:
         return bpe.shards.SHARD_BYTES
-    if args.shard_mb <= 0:
-        raise UserError(f"--shard-mb {args.shard_mb}: give a size > 0")
-    return int(args.shard_mb * 1e6)
+    if not 0 < args.shard_mb < 1e12:           # inf and nan too: no int holds them
+        raise UserError(f"--shard-mb {args.shard_mb}: give a size in MB, > 0 and finite")
+    return max(1, int(args.shard_mb * 1e6))
 
 
 def cmd_decode(args) -> None:
@@ -141,7 +141,8 @@ def cmd_decode(args) -> None:
         ids = [int(word) for word in sys.stdin.read().split()]
     else:
         ids = bpe.open_tokens(args.array)
-        recorded = bpe.read_metadata(args.array)["tokenizer_fingerprint"]
+        recorded = ids.tokenizer_fingerprint if hasattr(ids, "tokenizer_fingerprint") else \
+            bpe.read_metadata(args.array)["tokenizer_fingerprint"]       # a sharded output's, or one array's
         if recorded != tok.fingerprint() and not args.force:
             raise UserError(f"{args.array} was encoded with another tokenizer than {args.tokenizer} "
                             f"(fingerprint {recorded[:12]}, not {tok.fingerprint()[:12]}); "
@@ -197,23 +198,87 @@ def _parse_prices(items) -> dict:
 
 
 def cmd_show(args) -> None:
-    if os.path.isfile(args.text):
-        with open(args.text, "rb") as file:
-            raw = file.read()
-        if b"\x00" in raw[:8192]:
-            raise UserError(f"{args.text}: a binary file, not text")
-        text = bytes(checked_utf8(raw, args.text, 0, args.errors)).decode("utf-8")
-    else:
-        text = args.text
     if args.max_chars < 1:
         raise UserError(f"--max-chars {args.max_chars}: give a number of characters >= 1")
+    if (args.file is None) == (args.text is None):
+        raise UserError("give a FILE to show (- for standard input) or --text TEXT, not both")
     prices = _parse_prices(args.price)
     names = [name.strip() for name in args.tokenizer.split(",") if name.strip()]
-    views = [TokenView.of(name, _load_tokenizer(name), text, args.max_chars) for name in names]
+    tokenizers = {name: _load_tokenizer(name) for name in names}
+    if args.html and args.file not in (None, "-"):
+        refuse_overwriting_inputs([args.html], [args.file])
+    if args.text is not None:
+        views = [TokenView.of(name, tok, args.text, args.max_chars) for name, tok in tokenizers.items()]
+    elif args.file == "-":
+        text = sys.stdin.read()
+        views = [TokenView.of(name, tok, text, args.max_chars) for name, tok in tokenizers.items()]
+    else:
+        views = _show_file(args.file, tokenizers, args.max_chars, args.errors)
     if args.html:
         print(f"wrote {write_html(args.html, views, prices)}")
         return
     sys.stdout.write(render_terminal(views, color=color_wanted(sys.stdout), ids=args.ids, prices=prices))
+
+
+#: How much of a file ``bpe show`` reads at a time to count all of it.
+SHOW_READ_BYTES = 1 << 20
+
+
+def _show_file(path: str, tokenizers: dict, max_chars: int, errors: str) -> list:
+    """Views of a file's first ``max_chars`` characters, reading only what they
+    show; where the file is longer, its counts are made reading it a block at
+    a time (``Tokenizer.count_iterable``), so memory stays bounded."""
+    from bpe.view import Totals
+
+    if os.path.isdir(path):
+        raise UserError(f"{path}: is a directory; give a file (or --text TEXT)")
+    if not os.path.exists(path):
+        raise UserError(f"{path}: no such file (to show literal text, use --text {path!r})")
+    with open(path, "rb") as file:
+        head = file.read(4 * max_chars + 4)
+        whole = file.read(1) == b""
+    if b"\x00" in head[:8192]:
+        raise UserError(f"{path}: a binary file, not text")
+    if not whole:
+        # Cut at a character boundary, within what was read.
+        end = len(head)
+        while end > 0 and 0x80 <= head[end - 1] < 0xC0:
+            end -= 1
+        head = head[:end - 1] if end > 0 and head[end - 1] >= 0xC0 else head
+    text = bytes(checked_utf8(head, path, 0, errors)).decode("utf-8")
+    if whole:
+        return [TokenView.of(name, tok, text, max_chars) for name, tok in tokenizers.items()]
+    shown = text[:max_chars]
+    views = []
+    for name, tok in tokenizers.items():
+        counted = {"chars": 0, "bytes": 0}
+
+        def blocks():
+            with open(path, "rb") as file:
+                offset, rest = 0, b""
+                while True:
+                    block = file.read(SHOW_READ_BYTES)
+                    data = rest + block
+                    if not block:
+                        rest = b""
+                    else:                             # hold back a character cut at the block's end
+                        end = len(data)
+                        while end > 0 and len(data) - end < 4 and 0x80 <= data[end - 1] < 0xC0:
+                            end -= 1
+                        if end > 0 and data[end - 1] >= 0xC0:
+                            end -= 1
+                        data, rest = data[:end], data[end:]
+                    piece = bytes(checked_utf8(data, path, offset, errors)).decode("utf-8")
+                    offset += len(data)
+                    counted["chars"] += len(piece)
+                    counted["bytes"] += len(data)
+                    yield piece
+                    if not block:
+                        return
+
+        n_tokens = tok.count_iterable(blocks())
+        views.append(TokenView.of(name, tok, shown, None, Totals(n_tokens, counted["chars"], counted["bytes"])))
+    return views
 
 
 def cmd_inspect(args) -> None:
@@ -262,7 +327,8 @@ def build_parser() -> argparse.ArgumentParser:
     encode.add_argument("--finalize", metavar="OUT_DIR",
                         help="write the manifest of OUT_DIR once every rank's shards are there")
     encode.add_argument("--workers", type=int, default=None, help="threads (default: all cores)")
-    encode.add_argument("--dtype", default=None, help="uint16 or uint32 (default: the smallest that fits)")
+    encode.add_argument("--dtype", default=None, choices=["uint16", "uint32"],
+                        help="the ids' type on disk (default: the smallest that fits)")
     encode.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
     _add_errors(encode)
     encode.set_defaults(run=cmd_encode)
@@ -285,7 +351,8 @@ def build_parser() -> argparse.ArgumentParser:
     count.set_defaults(run=cmd_count)
 
     show = commands.add_parser("show", help="see how tokenizers cut a text, in colour or as a page")
-    show.add_argument("text", help="the text, or a file holding it")
+    show.add_argument("file", nargs="?", help="the file to show (- reads standard input)")
+    show.add_argument("--text", help="show this text instead of a file's")
     show.add_argument("--tokenizer", required=True,
                       help="comma-separated names, model names or paths, e.g. gpt2,gpt-4,gpt-4o")
     show.add_argument("--ids", action="store_true", help="print the ids under the text")

@@ -30,7 +30,7 @@ from bpe.errors import CorpusEncodeError
 from bpe.files import check_errors, check_regular_files, refuse_overwriting_inputs, resolve_inputs
 from bpe.progress import progress_bar
 from bpe.specials import special_policy
-from bpe.token_array import (OutputLock, build_metadata, commit, index_path, metadata_path,
+from bpe.token_array import (OutputLock, build_metadata, check_dtype, commit, index_path, metadata_path,
                              temporary_prefix)
 from bpe.workers import map_ordered, resolve_workers
 
@@ -109,6 +109,14 @@ def separator_token(tokenizer, allowed_special) -> Optional[str]:
     return specials[0] if specials and specials[0] in allowed else None
 
 
+def encoding_settings(tokenizer, dtype, allowed_special, errors: str) -> dict:
+    """Everything besides the tokenizer and the input ranges that changes the bytes
+    of a token array: what a resumed run compares before it keeps one."""
+    allowed, _ = special_policy(tokenizer.special_tokens, allowed_special, ())
+    return {"dtype": tokenizer.token_dtype(dtype).name, "allowed_special": sorted(allowed),
+            "errors": check_errors(errors)}
+
+
 def ranges_fingerprint(chunks: Sequence[Chunk]) -> str:
     """sha256 of where each range is and of its file's size and modification time: a
     re-run can tell, from the files' status alone, that a shard is still current."""
@@ -127,6 +135,7 @@ def _write_array(tokenizer, paths, chunks: Iterable[Chunk], max_chunks: int, out
                  num_workers, allowed_special, errors, progress) -> EncodeSummary:
     started = time.perf_counter()
     dtype = tokenizer.token_dtype(dtype)                 # a too-small dtype fails before any work
+    check_dtype(dtype, "dtype")
     if not dtype.isnative:
         raise ValueError(f"dtype {dtype.str} is not in this machine's byte order; token arrays hold "
                          f"native ids (pass {dtype.newbyteorder('=').name})")
@@ -164,6 +173,7 @@ def _write_array(tokenizer, paths, chunks: Iterable[Chunk], max_chunks: int, out
                         for path, status in zip(paths, statuses)],
                 inputs_fingerprint=hashlib.sha256("".join(digests).encode()).hexdigest())
             metadata["ranges_fingerprint"] = ranges_fingerprint(seen)
+            metadata["encoding_settings"] = encoding_settings(tokenizer, dtype, allowed_special, errors)
             commit(output, work, tmp_output, metadata, document_starts)
         finally:
             shutil.rmtree(work, ignore_errors=True)

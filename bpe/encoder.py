@@ -42,8 +42,10 @@ class Encoder:
     """Encode text with one vocabulary (thread-safe; pools per-call sessions)."""
 
     def __init__(self, arrays: Mapping[str, np.ndarray], pattern: Optional[str],
-                 special_tokens: Mapping[str, int], source: Optional[str] = None, pipeline=None):
+                 special_tokens: Mapping[str, int], source: Optional[str] = None, pipeline=None,
+                 keep_unmatched: bool = True):
         self._arrays = dict(arrays)
+        self.keep_unmatched = keep_unmatched      # see Tokenizer._keep_unmatched
         self.pattern = pattern
         self.source = source          # where the pattern came from, for errors
         self.special_tokens = dict(special_tokens)
@@ -80,11 +82,11 @@ class Encoder:
 
     def __getstate__(self):
         return {"arrays": self._arrays, "pattern": self.pattern, "special_tokens": self.special_tokens,
-                "source": self.source, "pipeline": self.pipeline}
+                "source": self.source, "pipeline": self.pipeline, "keep_unmatched": self.keep_unmatched}
 
     def __setstate__(self, state):
         self.__init__(state["arrays"], state["pattern"], state["special_tokens"], state.get("source"),
-                      state.get("pipeline"))
+                      state.get("pipeline"), state.get("keep_unmatched", True))
 
     def split_ranked(self, token_data: np.ndarray, token_offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Each token k of ``token_data`` (``flatten``'s arrays; at least 2 bytes)
@@ -271,7 +273,11 @@ class Encoder:
         compiled = compile_pattern(self.pattern)
         parts = []
         for segment, special in split_special(text, allowed):
-            pieces = [p.encode("utf-8") for p in regex_pretokens(compiled, segment, self.source)]
+            if self.keep_unmatched:
+                found = regex_pretokens(compiled, segment, self.source)
+            else:                               # tiktoken's: the matches alone
+                found = [match.group() for match in compiled.finditer(segment) if match.end() > match.start()]
+            pieces = [p.encode("utf-8") for p in found]
             with self._session() as session:
                 parts.append(self._kernel.encode_pieces(session, pieces))
             if special is not None:

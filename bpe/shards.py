@@ -21,10 +21,10 @@ import time
 from typing import Optional
 
 from bpe.chunking import Chunk, plan_chunks
-from bpe.encode_file import CHUNK_BYTES, encode_chunks, ranges_fingerprint, separator_token
+from bpe.encode_file import CHUNK_BYTES, encode_chunks, encoding_settings, ranges_fingerprint, separator_token
 from bpe.errors import TokenArrayError
 from bpe.files import atomic_write_text, resolve_inputs
-from bpe.token_array import MANIFEST_FORMAT, MANIFEST_NAME, open_tokens, read_metadata
+from bpe.token_array import MANIFEST_FORMAT, MANIFEST_NAME, check_dtype, open_tokens, read_metadata
 
 SHARD_BYTES = 256 << 20
 PLAN_NAME = "plan.json"
@@ -87,10 +87,11 @@ def plan_shards(tokenizer, inputs, *, shard_bytes: int = SHARD_BYTES, chunk_size
     return shards
 
 
-def write_plan(tokenizer, shards: list[Shard], directory: str) -> dict:
+def write_plan(tokenizer, shards: list[Shard], directory: str, settings: Optional[dict] = None) -> dict:
     """Record the plan in ``directory`` (every rank computes and writes the same
     one); ``finalize_shards`` checks the shards against it."""
     plan = {"format": "bpe-shard-plan", "version": 1, "tokenizer_fingerprint": tokenizer.fingerprint(),
+            "encoding_settings": settings,
             "shards": [{"name": shard.name, "ranges_fingerprint": ranges_fingerprint(shard.chunks),
                         "chunks": [[os.path.abspath(c.path), c.start, c.end] for c in shard.chunks]}
                        for shard in shards]}
@@ -99,8 +100,11 @@ def write_plan(tokenizer, shards: list[Shard], directory: str) -> dict:
     return plan
 
 
-def is_current(directory: str, name: str, tokenizer_fingerprint: str, fingerprint: str) -> bool:
-    """Whether shard ``name`` is complete and was written for these ranges by this tokenizer."""
+def is_current(directory: str, name: str, tokenizer_fingerprint: str, fingerprint: str,
+               settings: Optional[dict] = None) -> bool:
+    """Whether shard ``name`` is complete and was written for these ranges by this
+    tokenizer, with these ``settings`` (``encode_file.encoding_settings``: the
+    dtype, the special tokens recognised, the error policy), if given."""
     path = os.path.join(directory, name)
     try:
         metadata = read_metadata(path)
@@ -108,7 +112,8 @@ def is_current(directory: str, name: str, tokenizer_fingerprint: str, fingerprin
     except (OSError, ValueError):
         return False
     return (metadata.get("tokenizer_fingerprint") == tokenizer_fingerprint
-            and metadata.get("ranges_fingerprint") == fingerprint)
+            and metadata.get("ranges_fingerprint") == fingerprint
+            and (settings is None or metadata.get("encoding_settings") == settings))
 
 
 def encode_shards(tokenizer, inputs, directory, *, shard_bytes: int = SHARD_BYTES, rank: int = 0,
@@ -124,12 +129,15 @@ def encode_shards(tokenizer, inputs, directory, *, shard_bytes: int = SHARD_BYTE
     started = time.perf_counter()
     directory = os.fspath(directory)
     os.makedirs(directory, exist_ok=True)
+    settings = encoding_settings(tokenizer, dtype, allowed_special, errors)
+    check_dtype(settings["dtype"], "dtype")
     shards = plan_shards(tokenizer, inputs, shard_bytes=shard_bytes, chunk_size=chunk_size,
                          allowed_special=allowed_special)
-    plan = write_plan(tokenizer, shards, directory)
+    plan = write_plan(tokenizer, shards, directory, settings)
     written, skipped, bytes_in, tokens_out = [], [], 0, 0
     for shard, entry in zip(shards[rank::world_size], plan["shards"][rank::world_size]):
-        if is_current(directory, shard.name, plan["tokenizer_fingerprint"], entry["ranges_fingerprint"]):
+        if is_current(directory, shard.name, plan["tokenizer_fingerprint"], entry["ranges_fingerprint"],
+                      settings):
             skipped.append(shard.name)
             continue
         summary = encode_chunks(tokenizer, shard.chunks, os.path.join(directory, shard.name), dtype=dtype,
@@ -160,7 +168,8 @@ def finalize_shards(directory) -> str:
     entries = []
     for entry in plan["shards"]:
         name = entry["name"]
-        if not is_current(directory, name, plan["tokenizer_fingerprint"], entry["ranges_fingerprint"]):
+        if not is_current(directory, name, plan["tokenizer_fingerprint"], entry["ranges_fingerprint"],
+                          plan.get("encoding_settings")):
             raise TokenArrayError(f"{os.path.join(directory, name)}: missing or not current: encode it "
                                   "(every rank must finish) before finalizing")
         metadata = read_metadata(os.path.join(directory, name))

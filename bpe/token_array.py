@@ -49,8 +49,27 @@ def index_path(output: str) -> str:
 
 
 def temporary_prefix(output: str) -> str:
-    """The name prefix of the working directories of runs writing ``output``."""
-    return f"{TEMPORARY_PREFIX}{os.path.basename(output)}-"
+    """The name prefix of the working directories of runs writing ``output``. The
+    name's length comes first, so no other output's prefix starts with this one
+    (``tok`` and ``tok-val`` give ``.bpe-encode-3-tok-`` and
+    ``.bpe-encode-7-tok-val-``): a run removes only its own output's."""
+    name = os.path.basename(output)
+    return f"{TEMPORARY_PREFIX}{len(name)}-{name}-"
+
+
+def check_dtype(dtype, where: str) -> np.dtype:
+    """The one rule writer and reader share: token arrays hold unsigned ids.
+    (An id is never negative; a signed array read as unsigned, or the other way,
+    would give other ids.) ``where`` names the file or option at fault."""
+    try:
+        checked = np.dtype(dtype)
+    except (TypeError, ValueError):
+        checked = None
+    if checked is None or checked.kind != "u":
+        raise TokenArrayError(f"{where}: dtype {dtype!r} is not an unsigned integer dtype; token arrays "
+                              "hold uint16 or uint32 ids (read them as int64 with "
+                              "np.asarray(tokens, dtype=np.int64))")
+    return checked
 
 
 def sample_digest(path: str) -> str:
@@ -202,14 +221,10 @@ def read_metadata(output) -> dict:
 
 
 def _itemsize(metadata: dict, path: str) -> int:
-    try:
-        dtype = np.dtype(metadata.get("dtype")) if isinstance(metadata.get("dtype"), str) else None
-    except (TypeError, ValueError):
-        dtype = None
-    if dtype is None or dtype.kind != "u":
+    if not isinstance(metadata.get("dtype"), str):
         raise TokenArrayError(f"{path}: field 'dtype' is {metadata.get('dtype')!r}, not an unsigned "
                               "integer dtype")
-    return dtype.itemsize
+    return check_dtype(metadata["dtype"], f"{path}: field 'dtype'").itemsize
 
 
 def _check_array(output: str, metadata: dict) -> None:
@@ -254,20 +269,41 @@ def read_manifest(path) -> dict:
 
 class ShardedTokens:
     """The shards of a sharded output read as one sequence of ids (each shard
-    memory-mapped and checked against its sidecar): ``len``, indexing by int,
-    slice or integer array, and ``np.asarray`` for all of it."""
+    memory-mapped and checked against its sidecar), indexed as the numpy array
+    it stands for: ``len``, an int, a slice (any step), an array of ints or a
+    boolean mask, and ``np.asarray`` for all of it. A slice reads only what it
+    gives.
+
+    The manifest is not trusted about the shards: each is a file inside the
+    directory, checked against its own sidecar, and its dtype and length are
+    the sidecar's (the manifest must agree)."""
 
     ndim = 1
 
     def __init__(self, directory: str, manifest: dict):
         self.directory = directory
         self.manifest = manifest
-        self.shards = [open_tokens(os.path.join(directory, shard["path"])) for shard in manifest["shards"]]
+        where = os.path.join(directory, MANIFEST_NAME)
+        self.shards = []
+        for index, shard in enumerate(manifest["shards"]):
+            name = shard.get("path") if isinstance(shard, dict) else None
+            if not isinstance(name, str) or not name or os.path.basename(name) != name or name in (".", "..") \
+                    or os.path.isabs(name):
+                raise TokenArrayError(f"{where}: shard {index}'s path {name!r} is not a file name in "
+                                      f"{directory} (shards stay inside their directory)")
+            self.shards.append(open_tokens(os.path.join(directory, name)))
         for shard, array in zip(manifest["shards"], self.shards):
-            if len(array) != shard["n_tokens"]:
+            if len(array) != shard.get("n_tokens"):
                 raise TokenArrayError(f"{os.path.join(directory, shard['path'])}: {len(array)} tokens, "
-                                      f"the manifest says {shard['n_tokens']}")
-        self.dtype = np.dtype(manifest["dtype"])
+                                      f"the manifest says {shard.get('n_tokens')!r}")
+        dtypes = {array.dtype for array in self.shards}
+        if len(dtypes) > 1:
+            raise TokenArrayError(f"{where}: its shards hold ids of different dtypes "
+                                  f"({', '.join(sorted(d.name for d in dtypes))})")
+        self.dtype = dtypes.pop() if dtypes else check_dtype(manifest.get("dtype"), f"{where}: field 'dtype'")
+        if manifest.get("dtype") != self.dtype.name:
+            raise TokenArrayError(f"{where}: field 'dtype' is {manifest.get('dtype')!r}, but its shards' "
+                                  f"sidecars say {self.dtype.name}")
         self.starts = np.zeros(len(self.shards) + 1, dtype=np.int64)
         np.cumsum([len(array) for array in self.shards], out=self.starts[1:])
         self.shape = (int(self.starts[-1]),)
@@ -275,19 +311,64 @@ class ShardedTokens:
     def __len__(self) -> int:
         return self.shape[0]
 
+    def __repr__(self) -> str:
+        return (f"ShardedTokens({self.directory!r}, {len(self)} tokens of {self.dtype.name} in "
+                f"{len(self.shards)} shards)")
+
     def __array__(self, dtype=None, copy=None):
         whole = np.concatenate(self.shards) if self.shards else np.empty(0, self.dtype)
         return whole.astype(dtype) if dtype is not None else whole
 
     def __getitem__(self, index):
-        if isinstance(index, slice):          # positions of the slice only, not of the whole
-            return self._take(np.arange(*index.indices(len(self)), dtype=np.int64))
-        if isinstance(index, (int, np.integer)):
-            position = index + len(self) if index < 0 else index
+        if isinstance(index, slice):
+            return self._slice(*index.indices(len(self)))
+        if isinstance(index, (int, np.integer)) and not isinstance(index, (bool, np.bool_)):
+            position = int(index) + len(self) if index < 0 else int(index)
             if not 0 <= position < len(self):
-                raise IndexError(f"index {index} is out of range for {len(self)} tokens")
-            return self._take(np.array([position]))[0]
-        return self._take(np.asarray(index, dtype=np.int64))
+                raise IndexError(f"index {index} is out of bounds for a sequence of {len(self)} tokens")
+            shard = int(np.searchsorted(self.starts, position, side="right")) - 1
+            return self.shards[shard][position - self.starts[shard]]
+        refused = IndexError("only integers, slices (`:`), and integer or boolean arrays are valid "
+                             f"indices, not {index!r:.60}")
+        if isinstance(index, (bool, np.bool_, float, np.floating, str, bytes, tuple)) or index is None:
+            raise refused
+        try:
+            chosen = np.asarray(index)
+        except (TypeError, ValueError):
+            raise refused from None
+        if chosen.dtype == bool:
+            if chosen.shape != self.shape:
+                raise IndexError(f"boolean index of shape {chosen.shape} does not match {self.shape}")
+            return self._take(np.flatnonzero(chosen))
+        if chosen.size == 0:
+            return np.empty(chosen.shape, self.dtype)          # as numpy takes an empty list
+        if chosen.dtype.kind not in "iu":
+            raise refused
+        positions = chosen.astype(np.int64)
+        if positions.size and (positions.min() < -len(self) or positions.max() >= len(self)):
+            bad = positions[(positions < -len(self)) | (positions >= len(self))][0]
+            raise IndexError(f"index {bad} is out of bounds for a sequence of {len(self)} tokens")
+        return self._take(np.where(positions < 0, positions + len(self), positions))
+
+    def _slice(self, start: int, stop: int, step: int) -> np.ndarray:
+        """``self[start:stop:step]`` (``slice.indices``'s numbers), read shard by
+        shard: the memory it takes is about its output's."""
+        count = len(range(start, stop, step))
+        if count == 0:
+            return np.empty(0, self.dtype)
+        if step < 0:                      # the same positions, read upwards, then reversed
+            first = start + step * (count - 1)
+            return self._slice(first, start + 1, -step)[::-1]
+        parts = []
+        for k, array in enumerate(self.shards):
+            low, high = int(self.starts[k]), int(self.starts[k + 1])
+            if high <= start or low >= stop or low == high:
+                continue
+            first = max(start, low)
+            first += (start - first) % step                # the slice's first position in this shard
+            if first < min(stop, high):
+                parts.append(array[first - low:min(stop, high) - low:step])
+        return np.concatenate(parts) if len(parts) != 1 else np.array(parts[0])
 
     def _take(self, positions: np.ndarray) -> np.ndarray:
         flat = positions.reshape(-1)
@@ -303,6 +384,10 @@ class ShardedTokens:
         parts = [read_document_index(os.path.join(self.directory, shard["path"])) + np.uint64(start)
                  for shard, start in zip(self.manifest["shards"], self.starts[:-1])]
         return np.concatenate(parts) if parts else np.empty(0, np.uint64)
+
+    @property
+    def tokenizer_fingerprint(self) -> Optional[str]:
+        return self.manifest.get("tokenizer_fingerprint")
 
 
 def open_tokens(output):

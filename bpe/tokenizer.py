@@ -100,9 +100,13 @@ class Tokenizer:
         self._setup(vocabulary, rule, pattern, checked)
 
     def _setup(self, vocabulary: Vocabulary, rule: Rule, pattern: Optional[str],
-               merges: Optional[list[Pair]] = None, source: Optional[str] = None, pipeline=None) -> None:
+               merges: Optional[list[Pair]] = None, source: Optional[str] = None, pipeline=None,
+               keep_unmatched: bool = True) -> None:
         """The one place a tokenizer's state is made, whichever door it came in by."""
         self.pattern = canonical_pattern(pattern)
+        #: Whether text a custom pattern does not match is kept, as pre-tokens of its
+        #: own (Hugging Face's Split, bpe's rule), or dropped (tiktoken's findall).
+        self._keep_unmatched = keep_unmatched
         #: A Hugging Face file's steps around the model (``bpe.huggingface.Pipeline``), if any.
         self._pipeline = pipeline
         self._vocabulary = vocabulary
@@ -117,9 +121,9 @@ class Tokenizer:
 
     @classmethod
     def _from_parts(cls, vocabulary: Vocabulary, rule: Rule, pattern: Optional[str], source: Optional[str],
-                    merges: Optional[list[Pair]] = None, pipeline=None) -> "Tokenizer":
+                    merges: Optional[list[Pair]] = None, pipeline=None, keep_unmatched: bool = True) -> "Tokenizer":
         tokenizer = cls.__new__(cls)
-        tokenizer._setup(vocabulary, rule, pattern, merges, source, pipeline)
+        tokenizer._setup(vocabulary, rule, pattern, merges, source, pipeline, keep_unmatched)
         return tokenizer
 
     @classmethod
@@ -209,7 +213,8 @@ class Tokenizer:
             with self._encoder_lock:
                 if self._encoder is None:
                     self._set_encoder(Encoder(self._vocabulary.encoder_arrays(self._rule), self.pattern,
-                                              self.special_tokens, self.source, self._pipeline))
+                                              self.special_tokens, self.source, self._pipeline,
+                                              self._keep_unmatched))
         return self._encoder
 
     def _set_encoder(self, encoder: Encoder) -> None:
@@ -354,6 +359,19 @@ class Tokenizer:
         them (as ``\\w+|\\s+``), approximate for others (a lookahead that reads
         across the cut); with ``pattern=None`` the one long pre-token is split.
         """
+        for ids in self._encode_iterable_arrays(texts, allowed_special, disallowed_special, flush_chars,
+                                                max_buffer_chars):
+            yield from ids.tolist()
+
+    def count_iterable(self, texts: Iterable[str], *, allowed_special="all", disallowed_special=()) -> int:
+        """How many tokens ``"".join(texts)`` encodes to, holding only a window in
+        memory (``encode_iterable``'s)."""
+        return sum(len(ids) for ids in self._encode_iterable_arrays(texts, allowed_special, disallowed_special,
+                                                                    1 << 16, 1 << 20))
+
+    def _encode_iterable_arrays(self, texts: Iterable[str], allowed_special, disallowed_special,
+                                flush_chars: int, max_buffer_chars: int) -> Iterator[np.ndarray]:
+        """``encode_iterable``'s ids, a window's array at a time."""
         specials = list(self.special_tokens)
         room = max((len(token) for token in specials), default=0)
         pending: list[str] = []
@@ -369,16 +387,14 @@ class Tokenizer:
             if cut <= 0 and len(buffer) >= max_buffer_chars:
                 cut = self._forced_stream_cut(buffer, specials, room)
             if cut > 0:
-                yield from self.encode_to_numpy(buffer[:cut], dtype=np.uint32,
-                                                allowed_special=allowed_special,
-                                                disallowed_special=disallowed_special).tolist()
+                yield self.encode_to_numpy(buffer[:cut], dtype=np.uint32, allowed_special=allowed_special,
+                                           disallowed_special=disallowed_special)
                 buffer = buffer[cut:]
             pending, size = [buffer], len(buffer)
             # Without a cut, wait for the buffer to double: joins stay linear in total.
             next_attempt = max(flush_chars, 2 * size if cut <= 0 else flush_chars)
-        yield from self.encode_to_numpy("".join(pending), dtype=np.uint32,
-                                        allowed_special=allowed_special,
-                                        disallowed_special=disallowed_special).tolist()
+        yield self.encode_to_numpy("".join(pending), dtype=np.uint32, allowed_special=allowed_special,
+                                   disallowed_special=disallowed_special)
 
     def _last_stream_cut(self, buffer: str, specials: list[str], room: int) -> int:
         """The last position of ``buffer`` where encoding may be split, or -1."""
@@ -560,8 +576,10 @@ class Tokenizer:
         import hashlib                                       # on use: loading never needs it
 
         digest = hashlib.sha256()
-        digest.update(json.dumps([f"bpe fingerprint {FINGERPRINT_VERSION}", self.pattern,
-                                  self._pipeline_identity()]).encode())
+        identity = [f"bpe fingerprint {FINGERPRINT_VERSION}", self.pattern, self._pipeline_identity()]
+        if not self._keep_unmatched:
+            identity.append("unmatched text dropped")
+        digest.update(json.dumps(identity).encode())
         digest.update(self._vocabulary.records())
         digest.update(rule_records(self._rule))
         return digest.hexdigest()

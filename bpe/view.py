@@ -65,38 +65,54 @@ class Token:
 
 
 @dataclasses.dataclass
+class Totals:
+    """What the whole input holds, where the view shows only its start."""
+
+    tokens: int
+    chars: int
+    bytes: int
+
+
+@dataclasses.dataclass
 class TokenView:
-    """How one tokenizer cuts one text."""
+    """How one tokenizer cuts one text (or the start of a longer input: then
+    ``totals`` counts all of it, and the summary says so)."""
 
     name: str
     text: str
     tokens: list[Token]
-    cut: bool = False       # the text was cut to max_chars
+    cut: bool = False                   # the text is the start of a longer input
+    totals: Optional[Totals] = None     # that input's counts, where known
 
     @classmethod
-    def of(cls, name: str, tokenizer, text: str, max_chars: Optional[int] = None) -> "TokenView":
+    def of(cls, name: str, tokenizer, text: str, max_chars: Optional[int] = None,
+           totals: Optional[Totals] = None) -> "TokenView":
         """``tokenizer``'s tokens of ``text`` (its first ``max_chars`` characters),
-        special tokens recognised."""
-        cut = max_chars is not None and len(text) > max_chars
-        text = text[:max_chars] if cut else text
+        special tokens recognised; ``totals`` counts a longer input ``text``
+        starts."""
+        cut = (max_chars is not None and len(text) > max_chars) or totals is not None
+        text = text[:max_chars] if max_chars is not None else text
         ids, offsets = tokenizer.encode(text, offsets=True)
         special_ids = set(tokenizer.special_tokens.values())
         ends = offsets[1:] + [len(text)]
-        tokens = [Token(token_id, tokenizer.vocab[token_id], text[start:end], token_id in special_ids)
+        decoder = tokenizer._vocabulary.decoder
+        tokens = [Token(token_id, decoder[token_id], text[start:end], token_id in special_ids)
                   for token_id, start, end in zip(ids, offsets, ends)]
-        return cls(name, text, tokens, cut)
+        return cls(name, text, tokens, cut, totals)
 
     @property
     def n_tokens(self) -> int:
-        return len(self.tokens)
+        return self.totals.tokens if self.totals else len(self.tokens)
 
     @property
     def chars_per_token(self) -> float:
-        return len(self.text) / self.n_tokens if self.tokens else 0.0
+        chars = self.totals.chars if self.totals else len(self.text)
+        return chars / self.n_tokens if self.n_tokens else 0.0
 
     @property
     def bytes_per_token(self) -> float:
-        return len(self.text.encode("utf-8", "replace")) / self.n_tokens if self.tokens else 0.0
+        n_bytes = self.totals.bytes if self.totals else len(self.text.encode("utf-8", "replace"))
+        return n_bytes / self.n_tokens if self.n_tokens else 0.0
 
     def summary(self, price: Optional[float] = None) -> str:
         line = (f"{self.name}: {self.n_tokens} tokens, {self.chars_per_token:.2f} chars/token, "
@@ -104,6 +120,10 @@ class TokenView:
         if price is not None:
             line += f", est. ${self.n_tokens * price / 1e6:.6f} at ${price}/1M tokens"
         return line
+
+    def cut_note(self) -> str:
+        whole = " (the counts are the whole input's)" if self.totals else ""
+        return f"cut to the first {len(self.text)} characters{whole}"
 
 
 def color_wanted(stream=None) -> bool:
@@ -123,9 +143,34 @@ def _hex(data: bytes) -> str:
     return PARTIAL_OPEN + " ".join(f"{byte:02x}" for byte in data) + PARTIAL_CLOSE
 
 
+def visible(text: str) -> str:
+    """``text`` with every character a terminal would act on instead of showing
+    made visible: tabs and newlines marked (a newline kept), C0 controls as
+    their control pictures (``␛``, ``␍``, ...), any other non-printing
+    character (C1 controls, bidi overrides, zero-width ones) as ``⟨U+XXXX⟩``.
+    An untrusted file's ``\r`` or escape sequence cannot hide or forge what is
+    shown."""
+    if text.isprintable():
+        return text
+    out = []
+    for character in text:
+        if character == "\n":
+            out.append(NEWLINE_MARK + "\n")
+        elif character == "\t":
+            out.append(TAB_MARK)
+        elif character.isprintable() or character == " ":
+            out.append(character)
+        elif ord(character) < 0x20:
+            out.append(chr(0x2400 + ord(character)))         # ␀ .. ␟
+        elif character == "\x7f":
+            out.append("\u2421")                            # ␡
+        else:
+            out.append(f"⟨U+{ord(character):04X}⟩")
+    return "".join(out)
+
+
 def _terminal_piece(token: Token) -> str:
-    text = token.text.replace("\t", TAB_MARK).replace("\n", NEWLINE_MARK + "\n")
-    return text + (f"\x1b[2m{_hex(token.tail)}\x1b[22m" if token.partial else "")
+    return visible(token.text) + (f"\x1b[2m{_hex(token.tail)}\x1b[22m" if token.partial else "")
 
 
 def render_terminal(views: Sequence[TokenView], *, color: bool = True, ids: bool = False,
@@ -133,7 +178,7 @@ def render_terminal(views: Sequence[TokenView], *, color: bool = True, ids: bool
     """The terminal view of ``views``, a block each."""
     blocks = []
     for view in views:
-        lines = [view.summary((prices or {}).get(view.name))]
+        lines = [visible(view.summary((prices or {}).get(view.name)))]
         if color:
             parts = []
             for index, token in enumerate(view.tokens):
@@ -152,43 +197,48 @@ def render_terminal(views: Sequence[TokenView], *, color: bool = True, ids: bool
         if ids:
             lines.append("ids: " + " ".join(str(token.id) for token in view.tokens))
         if view.cut:
-            lines.append(f"(cut to the first {len(view.text)} characters; --max-chars shows more)")
+            lines.append(f"({view.cut_note()}; --max-chars shows more)")
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks) + "\n"
 
 
 # --------------------------------------------------------------------------- the page
 
-PAGE_STYLE = """
-body { font-family: system-ui, sans-serif; margin: 1.5em; color: #111; background: #fff; }
-table.summary { border-collapse: collapse; margin-bottom: 1.5em; }
-table.summary th, table.summary td { border: 1px solid #ccc; padding: 0.3em 0.8em; text-align: right; }
-table.summary th:first-child, table.summary td:first-child { text-align: left; }
-.columns { display: grid; grid-template-columns: repeat(var(--n), minmax(0, 1fr)); gap: 1.5em; }
-.column h2 { font-size: 1em; margin: 0 0 0.5em 0; }
-.column .stats { font-size: 0.85em; color: #555; margin-bottom: 0.5em; }
-.tokens { font-family: ui-monospace, monospace; white-space: pre-wrap; overflow-wrap: anywhere;
-          line-height: 1.9; font-size: 0.95em; }
-.t { border-radius: 3px; padding: 1px 0; margin-right: 1px; }
-.t:hover { outline: 2px solid #333; }
-.special { background: #333 !important; color: #fff; font-weight: bold; }
-.partial::after { content: attr(data-hex); font-size: 0.75em; color: #555; }
-.nl::before { content: "\\21b5"; color: #888; }
-.tab::before { content: "\\21e5"; color: #888; }
-.note { color: #a33; font-size: 0.85em; }
+#: The page's own look, for ``render_html`` alone (a notebook has its own).
+PAGE_BODY_STYLE = "body { font-family: system-ui, sans-serif; margin: 1.5em; color: #111; background: #fff; }"
+#: Everything a view's HTML needs, scoped under its one root class (``ROOT``):
+#: shown in a notebook, it restyles nothing else there.
+ROOT = "bpe-show"
+VIEW_STYLE = """
+.bpe-show table.bpe-summary { border-collapse: collapse; margin-bottom: 1.5em; }
+.bpe-show table.bpe-summary th, .bpe-show table.bpe-summary td { border: 1px solid #ccc; padding: 0.3em 0.8em;
+  text-align: right; }
+.bpe-show table.bpe-summary th:first-child, .bpe-show table.bpe-summary td:first-child { text-align: left; }
+.bpe-show .bpe-columns { display: grid; grid-template-columns: repeat(var(--n), minmax(0, 1fr)); gap: 1.5em; }
+.bpe-show .bpe-column h2 { font-size: 1em; margin: 0 0 0.5em 0; }
+.bpe-show .bpe-stats { font-size: 0.85em; color: #555; margin-bottom: 0.5em; }
+.bpe-show .bpe-tokens { font-family: ui-monospace, monospace; white-space: pre-wrap; overflow-wrap: anywhere;
+  line-height: 1.9; font-size: 0.95em; }
+.bpe-show .bpe-t { border-radius: 3px; padding: 1px 0; margin-right: 1px; color: #111; }
+.bpe-show .bpe-t:hover { outline: 2px solid #333; }
+.bpe-show .bpe-special { background: #333 !important; color: #fff; font-weight: bold; }
+.bpe-show .bpe-partial::after { content: attr(data-hex); font-size: 0.75em; color: #555; }
+.bpe-show .bpe-nl::before { content: "\\21b5"; color: #888; }
+.bpe-show .bpe-tab::before { content: "\\21e5"; color: #888; }
+.bpe-show .bpe-note { color: #a33; font-size: 0.85em; }
 """
 
 
 def _page_token(index: int, token: Token) -> str:
-    classes = ["t"]
+    classes = ["bpe-t"]
     if token.special:
-        classes.append("special")
+        classes.append("bpe-special")
     if token.partial:
-        classes.append("partial")
+        classes.append("bpe-partial")
     if "\n" in token.text:
-        classes.append("nl")
+        classes.append("bpe-nl")
     elif "\t" in token.text:
-        classes.append("tab")
+        classes.append("bpe-tab")
     background = PAGE_BACKGROUNDS[index % len(PAGE_BACKGROUNDS)]
     title = f"id {token.id} · {token.data!r}"
     hex_attribute = f' data-hex="{html.escape(_hex(token.tail))}"' if token.partial else ""
@@ -212,21 +262,21 @@ def html_fragment(views: Sequence[TokenView], prices: Optional[dict] = None) -> 
               + ("<th>est. cost (USD)</th>" if priced else "") + "</tr>")
     columns = []
     for view in views:
-        note = (f'<div class="note">cut to the first {len(view.text)} characters</div>' if view.cut else "")
+        note = f'<div class="bpe-note">{html.escape(view.cut_note())}</div>' if view.cut else ""
         tokens = "".join(_page_token(index, token) for index, token in enumerate(view.tokens))
-        columns.append(f'<div class="column" data-tokenizer="{html.escape(view.name)}">'
+        columns.append(f'<div class="bpe-column" data-tokenizer="{html.escape(view.name)}">'
                        f"<h2>{html.escape(view.name)}</h2>"
-                       f'<div class="stats">{view.n_tokens} tokens</div>{note}'
-                       f'<div class="tokens">{tokens}</div></div>')
-    return (f"<style>{PAGE_STYLE}</style>"
-            f'<table class="summary">{header}{"".join(rows)}</table>'
-            f'<div class="columns" style="--n:{len(views)}">{"".join(columns)}</div>')
+                       f'<div class="bpe-stats">{view.n_tokens} tokens</div>{note}'
+                       f'<div class="bpe-tokens">{tokens}</div></div>')
+    return (f'<div class="{ROOT}"><style>{VIEW_STYLE}</style>'
+            f'<table class="bpe-summary">{header}{"".join(rows)}</table>'
+            f'<div class="bpe-columns" style="--n:{len(views)}">{"".join(columns)}</div></div>')
 
 
 def render_html(views: Sequence[TokenView], prices: Optional[dict] = None, title: str = "bpe show") -> str:
     """One self-contained page: no script, font or file from anywhere else."""
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>{html.escape(title)}</title></head><body>"
+            f"<title>{html.escape(title)}</title><style>{PAGE_BODY_STYLE}</style></head><body>"
             f"{html_fragment(views, prices)}</body></html>\n")
 
 

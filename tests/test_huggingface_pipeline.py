@@ -71,6 +71,7 @@ VARIANTS = {
         r"|\s+(?!\S)|\s+"), {**BYTE_LEVEL, "use_regex": False})},
     "Split line anchors": {"pre_tokenizer": sequence(split(r"^\s+|\s+$|\w+\Z"), {**BYTE_LEVEL, "use_regex": False})},
     "Split hex and words": {"pre_tokenizer": sequence(split(r"\h+|\w+|\b"), {**BYTE_LEVEL, "use_regex": False})},
+    "Split end of line": {"pre_tokenizer": sequence(split(r"\S+|\s+$|\s+"), {**BYTE_LEVEL, "use_regex": False})},
     "Split dot-all": {"pre_tokenizer": sequence(split(r"(?m:a.)"), {**BYTE_LEVEL, "use_regex": False})},
     "Split empty matches": {"pre_tokenizer": sequence(split(r"x*", "MergedWithNext"),
                                                       {**BYTE_LEVEL, "use_regex": False})},
@@ -132,7 +133,7 @@ def variant(base: dict, changes: dict) -> dict:
     return document
 
 
-TEXTS = HARD_TEXTS + ["<s>hi</s> <s> x </s>", "a<qqz>b <S>x<s>", "the theme other the", "  <s>  </s>  ",
+TEXTS = HARD_TEXTS + ["end.  \n\nNext", "<s>hi</s> <s> x </s>", "a<qqz>b <S>x<s>", "the theme other the", "  <s>  </s>  ",
                       "Ab ab AB aab", "x" * 7 + "axxbxx"]
 pieces = st.sampled_from(["<s>", "</s>", "<S>", "qz>", "<qqz", " the ", "ab", "AB", " ", "  ", "\n", "\t", "1",
                           "23", ".", ",", "x", "xx", "é", "e\u0301", "ﬁ", "Σ"])
@@ -194,6 +195,9 @@ REFUSED = [
     (lambda d: d.update(pre_tokenizer=sequence(split(r"[a-z&&[^aeiou]]"), BYTE_LEVEL)), r"class intersection"),
     (lambda d: d.update(pre_tokenizer=sequence(split(r"[[:alpha:]]"), BYTE_LEVEL)), r"nested class"),
     (lambda d: d.update(pre_tokenizer=sequence(split("abc", "Sideways"), BYTE_LEVEL)), r"behavior: is 'Sideways'"),
+    (lambda d: d.update(pre_tokenizer=sequence({"type": "Split", "pattern": "abc", "behavior": "Isolated",
+                                                "invert": False}, BYTE_LEVEL)),
+     r"pretokenizers\[0\].pattern: is 'abc', not"),
     (lambda d: d.update(pre_tokenizer={"type": "Sequence", "pretokenizers": 5}),
      r"pre_tokenizer.pretokenizers: is 5, not a list"),
     (lambda d: d.update(pre_tokenizer=split(r"\s+")), r"pre_tokenizer: has no ByteLevel step"),

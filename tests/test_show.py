@@ -64,13 +64,13 @@ def test_terminal_view_shows_exactly_the_input(name):
 
 
 def test_colour_only_on_a_terminal_and_never_with_no_color():
-    on_tty = run_show(TEXT, "--tokenizer", "gpt2,gpt-4o", tty=True)
+    on_tty = run_show("--text", TEXT, "--tokenizer", "gpt2,gpt-4o", tty=True)
     assert "\x1b[" in on_tty
     blocks = on_tty.rstrip("\n").split("\n\n")
     assert len(blocks) == 2 and blocks[1].startswith("gpt-4o: ")
     assert visible(blocks[0].split("\n", 1)[1]) == TEXT
-    assert "\x1b[" not in run_show(TEXT, "--tokenizer", "gpt2", env={"NO_COLOR": "1"}, tty=True)
-    piped = run_show(TEXT, "--tokenizer", "gpt2", "--ids")
+    assert "\x1b[" not in run_show("--text", TEXT, "--tokenizer", "gpt2", env={"NO_COLOR": "1"}, tty=True)
+    piped = run_show("--text", TEXT, "--tokenizer", "gpt2", "--ids")
     assert "\x1b[" not in piped
     assert piped.splitlines()[2] == "ids: " + " ".join(map(str, bpe.load("gpt2").encode(TEXT)))
 
@@ -79,13 +79,15 @@ def test_long_input_is_cut_with_a_note(tmp_path):
     path = tmp_path / "long.txt"
     path.write_text("word " * 2000, encoding="utf-8")
     out = run_show(str(path), "--tokenizer", "gpt2", "--max-chars", "50")
-    n_tokens = len(bpe.load("gpt2").encode(("word " * 2000)[:50]))
-    assert "(cut to the first 50 characters" in out and out.splitlines()[0].startswith(f"gpt2: {n_tokens} tokens")
+    n_tokens = len(bpe.load("gpt2").encode("word " * 2000))        # the counts are the whole file's
+    assert "(cut to the first 50 characters (the counts are the whole input's)" in out
+    assert out.splitlines()[0].startswith(f"gpt2: {n_tokens} tokens")
+    assert out.splitlines()[1] == "'word'" + " ' word'" * 9 + " ' '"          # the first 50 characters
 
 
 def test_bad_input_is_refused_and_nothing_is_written(tmp_path):
     page = tmp_path / "page.html"
-    result = subprocess.run([sys.executable, "-m", "bpe", "show", "text", "--tokenizer", "gpt2,nope",
+    result = subprocess.run([sys.executable, "-m", "bpe", "show", "--text", "text", "--tokenizer", "gpt2,nope",
                              "--html", str(page)], capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and "no tokenizer 'nope'" in result.stderr
     assert all(name in result.stderr for name in bpe.list_encoding_names())
@@ -100,7 +102,7 @@ def test_bad_input_is_refused_and_nothing_is_written(tmp_path):
 def test_notebook_view():
     shown = bpe.load("gpt2").show(TEXT, name="gpt2")
     page = shown._repr_html_()
-    assert len(re.findall(r'class="t[ "]', page)) == len(bpe.load("gpt2").encode(TEXT)) and "<script" not in page
+    assert len(re.findall(r'class="bpe-t[ "]', page)) == len(bpe.load("gpt2").encode(TEXT)) and "<script" not in page
     assert "\x1b[" not in str(shown)          # not a terminal here
     assert "\x1b[" not in repr(shown)
 
@@ -118,7 +120,7 @@ class TokenSpans(html.parser.HTMLParser):
         attrs = dict(attrs)
         if "data-tokenizer" in attrs:
             self.column = attrs["data-tokenizer"]
-        if tag == "span" and "t" in attrs.get("class", "").split():
+        if tag == "span" and "bpe-t" in attrs.get("class", "").split():
             self.open = [self.column, int(attrs["data-id"]), attrs["title"], ""]
 
     def handle_data(self, data):
@@ -148,7 +150,7 @@ def test_the_page_in_a_real_browser(tmp_path):
     names = ["gpt2", "cl100k_base", "o200k_base"]
     tokenizers = {name: bpe.load(name) for name in names}
     page = tmp_path / "report.html"
-    result = subprocess.run([sys.executable, "-m", "bpe", "show", TEXT, "--tokenizer", ",".join(names),
+    result = subprocess.run([sys.executable, "-m", "bpe", "show", "--text", TEXT, "--tokenizer", ",".join(names),
                              "--html", str(page), "--price", "gpt2=1.5"], capture_output=True, text=True,
                             timeout=120)
     assert result.returncode == 0, result.stderr

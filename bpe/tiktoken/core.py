@@ -25,6 +25,9 @@ from bpe.vocabulary import Ranks, Vocabulary
 #: The tiktoken release whose interface this package offers (``tiktoken.__version__``).
 TIKTOKEN_VERSION = "0.14.0"
 
+#: encode_with_unstable encodes its candidates this many bytes at a time.
+UNSTABLE_BATCH_BYTES = 1 << 22
+
 SpecialSet = Union[Literal["all"], AbstractSet[str]]
 _ALL_SPACE = frozenset(b" \n\t")
 
@@ -49,7 +52,7 @@ class Encoding:
                                  f"and {token!r}")
             by_rank[rank] = bytes(token)
         vocabulary = Vocabulary(RankTable.from_vocab(by_rank), dict(special_tokens))
-        tokenizer = Tokenizer._from_parts(vocabulary, Ranks(None), pat_str, None)
+        tokenizer = Tokenizer._from_parts(vocabulary, Ranks(None), pat_str, None, keep_unmatched=False)
         self._setup(name, tokenizer, pat_str, dict(mergeable_ranks))
         if explicit_n_vocab:
             if len(mergeable_ranks) + len(special_tokens) != explicit_n_vocab \
@@ -228,29 +231,40 @@ class Encoding:
         for token in self._tokens_starting_with(sorted_tokens, unstable):
             completions.add((ranks[token],))
         # Every other place a token could straddle the end: the bytes before it, then a
-        # token that starts with the rest. Possibilities are encoded in one batch
-        # (tens of thousands of tokens start with a space).
-        possibilities = [unstable[:split] + token for split in range(1, len(unstable))
-                         for token in self._tokens_starting_with(sorted_tokens, unstable[split:])]
-        texts, indices, encoded = [], [], [None] * len(possibilities)
-        for index, possibility in enumerate(possibilities):
-            try:
-                texts.append(possibility.decode("utf-8"))
-                indices.append(index)
-            except UnicodeDecodeError:
-                encoded[index] = self._tokenizer.encode_piece(possibility)
-        for index, ids_of_text in zip(indices, self._tokenizer.encode_batch(
-                texts, num_threads=1, allowed_special=set(), disallowed_special=())):
-            encoded[index] = ids_of_text
-        vocab = self._tokenizer.vocab
-        for sequence_ids in encoded:
-            sequence, length = [], 0
-            for token_id in sequence_ids:
-                sequence.append(token_id)
-                length += len(vocab[token_id])
-                if length >= len(unstable):
-                    break
-            completions.add(tuple(sequence))
+        # token that starts with the rest. They are encoded a batch at a time (tens of
+        # thousands of tokens start with a space), and only each one's start is
+        # kept: what is held is a batch's worth, not every candidate at once.
+        vocab = self._tokenizer._vocabulary.decoder
+        batch: list[bytes] = []
+        held = 0
+
+        def flush() -> None:
+            texts, encoded = [], []
+            for possibility in batch:
+                try:
+                    texts.append(possibility.decode("utf-8"))
+                except UnicodeDecodeError:
+                    encoded.append(self._tokenizer.encode_piece(possibility))
+            encoded += self._tokenizer.encode_batch(texts, num_threads=1, allowed_special=set(),
+                                                    disallowed_special=())
+            for sequence_ids in encoded:
+                sequence, length = [], 0
+                for token_id in sequence_ids:
+                    sequence.append(token_id)
+                    length += len(vocab[token_id])
+                    if length >= len(unstable):
+                        break
+                completions.add(tuple(sequence))
+            batch.clear()
+
+        for split in range(1, len(unstable)):
+            for token in self._tokens_starting_with(sorted_tokens, unstable[split:]):
+                batch.append(unstable[:split] + token)
+                held += split + len(token)
+                if held >= UNSTABLE_BATCH_BYTES:
+                    flush()
+                    held = 0
+        flush()
         if len(unstable) > 1:
             last_char = _last_utf8_character(unstable)
             if last_char is not None and len(last_char) < len(unstable) \
