@@ -20,7 +20,7 @@ takes O(n log n), never O(n^2). Scratch state lives in a ``Session`` that
 serves one call at a time, so one EncodeKernel is safely shared by threads
 that encode at the same time.
 """
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memmove
 
 import numpy as np
@@ -588,6 +588,35 @@ cdef inline void str_parts(object text, const void** source, Py_ssize_t* n_point
     source[0] = PyUnicode_DATA(text)
     n_points[0] = PyUnicode_GET_LENGTH(text)
     kind[0] = 0 if PyUnicode_IS_ASCII(text) else PyUnicode_KIND(text)
+
+
+def holds_any(text, const uint8_t[::1] marked):
+    """Whether ``text`` (a str) holds a code point whose bit is set in ``marked``
+    (a bitmap of 0x110000 bits, one byte per eight code points), read in place
+    without the GIL: a Hugging Face normalizer asks it of every text, where a
+    set of the characters cost more than encoding them."""
+    cdef const void* source
+    cdef Py_ssize_t n, k
+    cdef int kind
+    cdef uint32_t point
+    cdef bint found = False
+    if not isinstance(text, str):
+        raise TypeError(f"text is {type(text).__name__}, not str")
+    if marked.shape[0] < 0x110000 // 8:
+        raise ValueError(f"marked holds {marked.shape[0]} bytes, not {0x110000 // 8}")
+    str_parts(text, &source, &n, &kind)
+    with nogil:
+        for k in range(n):
+            if kind == 0 or kind == 1:
+                point = (<const uint8_t*>source)[k]
+            elif kind == 2:
+                point = (<const uint16_t*>source)[k]
+            else:
+                point = (<const uint32_t*>source)[k]
+            if (marked[point >> 3] >> (point & 7)) & 1:
+                found = True
+                break
+    return found
 
 
 cdef int utf8_of_strs(Bytes* buffer, Py_ssize_t n_texts, const void** sources,
