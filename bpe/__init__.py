@@ -9,7 +9,19 @@ themselves, after ``bpe.install_as_tiktoken()`` (the whole module: see
 >>> bpe.pretokenize("Hello, world!")
 ['Hello', ',', ' world', '!']
 """
+import os as _os
 from typing import TYPE_CHECKING
+
+try:
+    import bpe._types  # noqa: F401 - the smallest kernel: are the compiled modules here?
+except ImportError as _error:
+    if _error.name == "bpe._types" and _os.path.exists(_os.path.join(_os.path.dirname(__file__), "_types.pyx")):
+        # As numpy says it: the source tree shadows the installed package.
+        raise ImportError(
+            f"bpe's compiled kernels are not built in {_os.path.dirname(__file__)}: this is bpe's source "
+            "tree, which hides an installed bpe while it is the current directory (or on the path). "
+            "Run Python from another directory, or build the kernels here with `pip install -e .`") from None
+    raise
 
 from bpe.errors import BpeError, CorpusDecodeError, CorpusEncodeError, TokenArrayError, TokenizerFileError
 from bpe.patterns import PATTERNS, pretokenize

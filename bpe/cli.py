@@ -27,8 +27,26 @@ class UserError(Exception):
     """A mistake in the command line itself: one line, no traceback."""
 
 
-def _printable(token: bytes) -> str:
-    return repr(token.decode("utf-8", errors="replace"))
+def _readable(token: bytes) -> str:
+    """A token for a person to read: its text in quotes, each run of four or more
+    of one character as that character times the count (the longest tokens of
+    code vocabularies are runs of spaces or dashes): ``' ' + '-' x 111``."""
+    import itertools
+
+    text = token.decode("utf-8", errors="replace")
+    parts, literal = [], ""
+    for character, run in itertools.groupby(text):
+        count = len(list(run))
+        if count >= 4:
+            if literal:
+                parts.append(repr(literal))
+                literal = ""
+            parts.append(f"{character!r} x {count}")
+        else:
+            literal += character * count
+    if literal or not parts:
+        parts.append(repr(literal))
+    return " + ".join(parts)
 
 
 def _longest_tokens(tok, n: int) -> list[bytes]:
@@ -57,32 +75,19 @@ def cmd_train(args) -> None:
     for warning in caught:
         print(f"note: {warning.message}", file=sys.stderr)
     corpus = "the embedded default corpus (Tiny Shakespeare)" if not args.files else \
-        f"{len(files)} file(s)"
+        f"{len(resolve_inputs(files))} file(s)"
     longest = _longest_tokens(tok, 5)
     if not args.quiet:
         print(f"trained on {corpus}: {len(tok.merges)} merges, vocab {len(tok.vocab)}, "
               f"{seconds:.2f} s")
-        print(f"longest tokens: {', '.join(_printable(t) for t in longest)}")
+        print(f"longest tokens: {', '.join(_readable(t) for t in longest)}")
         print(f"saved {path}")
 
 
 def _load_tokenizer(name_or_path: str):
-    """A tokenizer by built-in name, model name (``gpt-4o``) or file or directory."""
-    try:
-        return bpe.load(name_or_path)
-    except FileNotFoundError:
-        if os.path.exists(name_or_path):
-            raise                   # a path that holds no tokenizer: its own message says so
-    try:
-        encoding_name = bpe.encoding_name_for_model(name_or_path)
-    except KeyError:
-        raise UserError(f"no tokenizer {name_or_path!r}: give a built-in name "
-                        f"({', '.join(bpe.list_encoding_names())}), a model name (gpt-4o, gpt-4, ...) "
-                        "or a tokenizer file or directory") from None
-    if encoding_name not in bpe.list_encoding_names():
-        raise UserError(f"model {name_or_path!r} uses the encoding {encoding_name}, which is not shipped "
-                        f"with bpe (shipped: {', '.join(bpe.list_encoding_names())})")
-    return bpe.get_encoding(encoding_name).tokenizer
+    """A tokenizer by built-in name, model name (``gpt-4o``) or file or directory
+    (``bpe.load``, whose errors say what it knows and what was meant)."""
+    return bpe.load(name_or_path)
 
 
 def _show_progress(args) -> bool:
@@ -122,7 +127,9 @@ def cmd_encode(args) -> None:
             print(f"read with: bpe.open_tokens({summary.directory!r})" if summary.manifest else
                   f"then: bpe encode --finalize {summary.directory} (once every rank is done)")
         else:
-            print(f"read with: numpy.memmap({summary.output!r}, dtype='{summary.dtype}', mode='r')")
+            print(f"document starts: {summary.document_index} (bpe.read_document_index)")
+            print(f"read with: bpe.open_tokens({summary.output!r})  (or numpy.memmap with dtype "
+                  f"'{summary.dtype}', as {summary.metadata} records)")
 
 
 def _shard_bytes(args) -> int:
@@ -138,7 +145,7 @@ def cmd_decode(args) -> None:
 
     tok = _load_tokenizer(args.tokenizer)
     if args.array == "-":
-        ids = [int(word) for word in sys.stdin.read().split()]
+        ids = _read_ids(sys.stdin.read())
     else:
         ids = bpe.open_tokens(args.array)
         recorded = ids.tokenizer_fingerprint if hasattr(ids, "tokenizer_fingerprint") else \
@@ -153,6 +160,19 @@ def cmd_decode(args) -> None:
         ids = ids[:args.head]
     sys.stdout.write(tok.decode(np.asarray(ids)))
     sys.stdout.write("\n")
+
+
+def _read_ids(text: str) -> list[int]:
+    """Ids as people paste them: separated by spaces, newlines or commas, a JSON
+    list's brackets around them or not."""
+    words = text.replace(",", " ").replace("[", " ").replace("]", " ").split()
+    ids = []
+    for word in words:
+        if not word.isascii() or not word.isdigit():
+            raise UserError(f"{word[:40]!r} is not a token id (give ids as numbers, separated by spaces "
+                            "or commas)")
+        ids.append(int(word))
+    return ids
 
 
 def cmd_count(args) -> None:
@@ -284,28 +304,76 @@ def _show_file(path: str, tokenizers: dict, max_chars: int, errors: str) -> list
 def cmd_inspect(args) -> None:
     tok = _load_tokenizer(args.tokenizer)
     longest = _longest_tokens(tok, args.top)
-    print(f"vocab size:     {len(tok.vocab)} (n_vocab {tok.n_vocab})")
-    print(f"merges:         {len(tok.merges)}")
+    n_tokens = len(tok.vocab)
+    unused = tok.n_vocab - n_tokens
+    print(f"tokens:         {n_tokens} ({tok._vocabulary.n_ordinary} ordinary, {len(tok.special_tokens)} special)")
+    print(f"n_vocab:        {tok.n_vocab} (the largest id + 1, what an embedding needs"
+          + (f"; {unused} ids below it belong to no token)" if unused else ")"))
+    if tok.source:
+        print(f"read from:      {tok.source}")
+    try:
+        merges = tok.merges
+        print(f"merges:         {len(merges)}")
+    except ValueError:
+        merges = None
+        print("merges:         none (a ranked vocabulary: tokens merge by tiktoken's rule)")
     print(f"pattern:        {tok.pattern!r}")
     print(f"special tokens: {', '.join(f'{name} = {i}' for name, i in tok.special_tokens.items()) or 'none'}")
-    print(f"longest tokens: {', '.join(_printable(t) for t in longest)}")
-    show = lambda merges: ", ".join(f"({_printable(a)}, {_printable(b)})" for a, b in merges)  # noqa: E731
-    print(f"first merges:   {show(tok.merges[:args.top])}")
-    print(f"last merges:    {show(tok.merges[-args.top:])}")
+    print(f"longest tokens: {', '.join(_readable(t) for t in longest)}")
+    if merges is not None:
+        show = lambda merges: ", ".join(f"({_readable(a)}, {_readable(b)})" for a, b in merges)  # noqa: E731
+        print(f"first merges:   {show(merges[:args.top])}")
+        print(f"last merges:    {show(merges[-args.top:])}")
+
+
+EXAMPLES = {
+    "bpe": """examples:
+  bpe train corpus.txt --vocab-size 10000 --special-token "<|endoftext|>" -o my-tok
+  bpe encode data/ --tokenizer my-tok -o train.bin
+  bpe show notes.txt --tokenizer gpt2,gpt-4o
+  bpe <command> --help     (each command's options and examples)""",
+    "train": """examples:
+  bpe train corpus.txt --vocab-size 10000 --special-token "<|endoftext|>" -o my-tok
+  bpe train data/ --vocab-size 32000 --special-token "<|endoftext|>" --special-token "<|pad|>" -o tok
+  bpe train --vocab-size 2000 -o shakespeare-tok          (the embedded Tiny Shakespeare)""",
+    "encode": """examples:
+  bpe encode data/*.txt --tokenizer my-tok -o train.bin            (then bpe.open_tokens("train.bin"))
+  bpe encode data/ --tokenizer gpt-4o -o tokens/ --shard-mb 256    (shards and a manifest)
+  bpe encode data/ --tokenizer my-tok -o tokens/ --rank $R --world-size $W, then bpe encode --finalize tokens/""",
+    "decode": """examples:
+  bpe decode train.bin --tokenizer my-tok --head 50
+  echo "15496, 995" | bpe decode - --tokenizer gpt2""",
+    "count": """examples:
+  bpe count notes.txt --tokenizer gpt2,gpt-4,gpt-4o --price gpt-4o=2.50""",
+    "show": """examples:
+  bpe show notes.txt --tokenizer gpt2,gpt-4,gpt-4o
+  bpe show --text "Hello wörld" --tokenizer gpt2 --ids
+  bpe show notes.txt --tokenizer gpt2,o200k_base --html tokens.html""",
+    "inspect": """examples:
+  bpe inspect o200k_base
+  bpe inspect path/to/model-dir --top 10""",
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="bpe", description="Fast, exact byte-level BPE.")
+    parser = argparse.ArgumentParser(prog="bpe", description="Fast, exact byte-level BPE.",
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXAMPLES["bpe"])
     parser.add_argument("--version", action="version", version=f"bpe {bpe.__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    train = commands.add_parser("train", help="train a tokenizer on text files")
+    train = commands.add_parser("train", help="train a tokenizer on text files", epilog=EXAMPLES["train"],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     train.add_argument("files", nargs="*",
                        help="UTF-8 text files or directories of *.txt files (default: Tiny Shakespeare)")
-    train.add_argument("--vocab-size", type=int, required=True)
-    train.add_argument("--special-token", action="append", default=[], metavar="T")
-    train.add_argument("--pattern", default="gpt2", help="gpt2, cl100k, o200k or a regex")
-    train.add_argument("--min-frequency", type=int, default=1)
+    train.add_argument("--vocab-size", type=int, required=True, metavar="N",
+                       help="tokens in all: the 256 bytes, the special tokens, then one per merge learned")
+    train.add_argument("--special-token", action="append", default=[], metavar="TOKEN",
+                       help="a special token, never merged, split out of the text first (repeat the option "
+                            "for more; the first also separates documents when encoding)")
+    train.add_argument("--pattern", default="gpt2",
+                       help="the pre-tokenizer: gpt2, cl100k, o200k, llama3, qwen2 or a regex (default gpt2)")
+    train.add_argument("--min-frequency", type=int, default=1, metavar="N",
+                       help="stop before a merge whose pair occurs fewer than N times (default 1)")
     train.add_argument("--workers", type=int, default=None, help="workers (default: all cores)")
     train.add_argument("-o", "--output", required=True, help="directory (or .bpe file) to write")
     train.add_argument("--quiet", action="store_true", help="no progress bars and no summary")
@@ -314,7 +382,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_errors(train)
     train.set_defaults(run=cmd_train)
 
-    encode = commands.add_parser("encode", help="encode text files into a memory-mapped token array")
+    encode = commands.add_parser("encode", help="encode text files into a memory-mapped token array",
+                                 epilog=EXAMPLES["encode"], formatter_class=argparse.RawDescriptionHelpFormatter)
     encode.add_argument("files", nargs="*", help="text files, or directories of *.txt files")
     encode.add_argument("--tokenizer", help="a built-in or model name, or a tokenizer file or directory")
     encode.add_argument("-o", "--output", help="the token array to write (a directory when sharded)")
@@ -333,15 +402,19 @@ def build_parser() -> argparse.ArgumentParser:
     _add_errors(encode)
     encode.set_defaults(run=cmd_encode)
 
-    decode = commands.add_parser("decode", help="print the text of a token array (or of ids on stdin)")
-    decode.add_argument("array", help="a token array written by 'bpe encode', or - for ids on stdin")
-    decode.add_argument("--tokenizer", required=True)
+    decode = commands.add_parser("decode", help="print the text of a token array (or of ids on stdin)",
+                                 epilog=EXAMPLES["decode"], formatter_class=argparse.RawDescriptionHelpFormatter)
+    decode.add_argument("array", help="a token array or sharded output written by 'bpe encode', or - for "
+                                      "ids on stdin (separated by spaces or commas)")
+    decode.add_argument("--tokenizer", required=True,
+                        help="the tokenizer the ids are of: a built-in or model name, or a file or directory")
     decode.add_argument("--head", type=int, default=None, metavar="N", help="only the first N tokens")
     decode.add_argument("--force", action="store_true",
                         help="decode even if the array was encoded with another tokenizer")
     decode.set_defaults(run=cmd_decode)
 
-    count = commands.add_parser("count", help="compare token counts of tokenizers on the same text")
+    count = commands.add_parser("count", help="compare token counts of tokenizers on the same text",
+                                epilog=EXAMPLES["count"], formatter_class=argparse.RawDescriptionHelpFormatter)
     count.add_argument("files", nargs="+", help="text files, or - for stdin")
     count.add_argument("--tokenizer", required=True,
                        help="comma-separated names, model names or paths, e.g. gpt2,gpt-4,gpt-4o,my-tok")
@@ -350,7 +423,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_errors(count)
     count.set_defaults(run=cmd_count)
 
-    show = commands.add_parser("show", help="see how tokenizers cut a text, in colour or as a page")
+    show = commands.add_parser("show", help="see how tokenizers cut a text, in colour or as a page",
+                               epilog=EXAMPLES["show"], formatter_class=argparse.RawDescriptionHelpFormatter)
     show.add_argument("file", nargs="?", help="the file to show (- reads standard input)")
     show.add_argument("--text", help="show this text instead of a file's")
     show.add_argument("--tokenizer", required=True,
@@ -363,8 +437,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_errors(show)
     show.set_defaults(run=cmd_show)
 
-    inspect = commands.add_parser("inspect", help="describe a tokenizer")
-    inspect.add_argument("tokenizer", help="gpt2, cl100k_base, o200k_base or a directory")
+    inspect = commands.add_parser("inspect", help="describe a tokenizer", epilog=EXAMPLES["inspect"],
+                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    inspect.add_argument("tokenizer", help="a built-in or model name (gpt2, o200k_base, gpt-4o), or a "
+                                           "tokenizer file or directory")
     inspect.add_argument("--top", type=int, default=5, help="how many tokens and merges to show")
     inspect.set_defaults(run=cmd_inspect)
     return parser

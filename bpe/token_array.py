@@ -151,7 +151,12 @@ class OutputLock:
 
     def __enter__(self) -> "OutputLock":
         while True:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as e:
+                # The lock file is ours to make: the error is about the output's place.
+                raise CorpusEncodeError(f"{self.output}: cannot write there "
+                                        f"({e.strerror or e}: {os.path.dirname(self.path)})") from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as e:

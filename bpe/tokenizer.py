@@ -819,4 +819,6 @@ def load(name_or_path) -> Tokenizer:
         guess = f"; did you mean {close[0]!r}?" if close else ""
         raise FileNotFoundError(f"no tokenizer {name_or_path!r}: not a built-in name "
                                 f"({', '.join(known)}) nor a tokenizer file or directory{guess}")
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"no tokenizer at {path}: no such file or directory")
     return Tokenizer.from_data(read_own(path), path)

@@ -48,7 +48,8 @@ def test_train_encode_decode_count_inspect(tmp_path):
 
     result = run_bpe("inspect", "cl100k_base", "--top", "2")
     assert result.returncode == 0
-    assert "vocab size:     100261 (n_vocab 100277)" in result.stdout
+    assert "tokens:         100261 (100256 ordinary, 5 special)" in result.stdout
+    assert "n_vocab:        100277 (the largest id + 1" in result.stdout
     assert "<|endoftext|> = 100257" in result.stdout and "first merges:   (' ', ' '), ('  ', '  ')" in result.stdout
 
 
