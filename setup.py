@@ -3,13 +3,8 @@
 Compiler directives are set here, once, for every extension. ``BPE_CYTHON_DEBUG=1``
 rebuilds with bounds, wrap-around and initialisation checks on, without
 optimisation, so the test suite can also run against a checked build.
-
-The build also derives the native pre-tokenizers' Unicode tables from the
-``regex`` it runs with and ships them (``bpe.unicode.save_tables``), so a
-process whose ``regex`` is that version does not derive them again.
 """
 import gzip
-import importlib.util
 import os
 import sys
 
@@ -39,20 +34,6 @@ extensions = [
 
 
 
-def save_unicode_tables() -> None:
-    """``bpe.unicode.save_tables``, run from its file: the package itself cannot be
-    imported before its kernels are built. Without the tables bpe still works
-    (it derives them at run time), so a failure here only warns."""
-    try:
-        spec = importlib.util.spec_from_file_location("_bpe_unicode_for_build", os.path.join("bpe", "unicode.py"))
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        module.save_tables(os.path.join("bpe", "data", "unicode_tables.npz"))
-    except Exception as e:   # noqa: BLE001 - any failure leaves run-time derivation in place
-        print(f"warning: the Unicode tables were not derived ({e!r}); bpe will derive them at run time",
-              file=sys.stderr)
-
-
 def unpack_rank_files() -> None:
     """tiktoken's rank files for cl100k_base and o200k_base, decompressed beside
     their ``.gz`` (which stay in git: the repository holds each once, compressed).
@@ -72,7 +53,6 @@ def unpack_rank_files() -> None:
                   file=sys.stderr)
 
 
-save_unicode_tables()
 unpack_rank_files()
 setup(
     ext_modules=cythonize(

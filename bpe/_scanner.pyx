@@ -11,10 +11,10 @@ pre-token start of a 64-byte window is found at once from SIMD class masks
 (see "64 bytes at once" below). Pre-tokens go straight into a C hash table
 (``Interner``) keyed by their bytes, with no Python object per pre-token.
 
-The class table is built from the running ``regex`` module (``bpe.unicode``) on
-this module's first scan, so the scanners' idea of a letter, number or
-whitespace is the regex's own; ``tests/test_native_pretok.py`` checks every
-code point in context.
+The class table comes from ``bpe.unicode`` on this module's first scan: the
+Unicode of tiktoken's and ``tokenizers``' engines (16.0), which is also what
+``regex`` sees through ``bpe.unicode.as_reference``;
+``tests/test_native_pretok.py`` checks every code point in context.
 
 Input must be valid UTF-8 (the callers decode it first, which validates it).
 
@@ -149,15 +149,14 @@ cdef bint ascii_classes_agree(const uint8_t* classes) noexcept nogil:
 
 
 cdef int ensure_tables(bint ascii_text=False) except -1:
-    """Derive the class and fold tables from ``regex`` (``bpe.unicode``) once per
-    process: for every code point, or with ``ascii_text`` (the text to scan is
-    ASCII) for the ASCII ones at least.
+    """Build the class and fold tables (``bpe.unicode``) once per process: for
+    every code point, or with ``ascii_text`` (the text to scan is ASCII) for
+    the ASCII ones at least.
 
-    Deriving them for every code point takes a few hundredths of a second,
-    most of a fresh process's first encode, when a scan of ASCII text reads
-    128 entries. So until text that is not ASCII comes, the tables cover ASCII
-    only (derived the same way in well under a millisecond); then the full
-    ones replace them. Their ASCII entries are the same, so a scan of ASCII
+    The full tables are read from a file (a few milliseconds of a fresh
+    process's first encode) when a scan of ASCII text reads 128 entries. So
+    until text that is not ASCII comes, the tables cover ASCII only (written
+    out, well under a millisecond); then the full ones replace them. Their ASCII entries are the same, so a scan of ASCII
     text running meanwhile sees no change."""
     global CLASS, FOLD, _every_code_point
     cdef const uint8_t[::1] class_view

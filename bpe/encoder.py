@@ -19,6 +19,7 @@ from bpe._lists import PrebuiltInts, ids_to_list, ids_to_lists
 from bpe.formats import flatten
 from bpe.patterns import compile_pattern, native_pattern_id, regex_pretokens
 from bpe.specials import special_spans, split_special
+from bpe.unicode import as_reference
 
 
 #: Texts up to this many characters are encoded into a list in one kernel call
@@ -276,7 +277,8 @@ class Encoder:
             if self.keep_unmatched:
                 found = regex_pretokens(compiled, segment, self.source)
             else:                               # tiktoken's: the matches alone
-                found = [match.group() for match in compiled.finditer(segment) if match.end() > match.start()]
+                found = [segment[match.start():match.end()] for match in compiled.finditer(as_reference(segment))
+                         if match.end() > match.start()]
             pieces = [p.encode("utf-8") for p in found]
             with self._session() as session:
                 parts.append(self._kernel.encode_pieces(session, pieces))

@@ -25,11 +25,11 @@ Python runs steps 1 to 3 and hands the kernel the pre-tokens
 (``Pipeline.simple``). What ``tokenizers`` does that bpe does not reproduce
 is refused when the file is read, naming the field and why.
 
-Unicode tables are the one measured gap (docs/formats.md, "What is not
-exact"): ``tokenizers`` normalizes with Unicode 9 tables (bpe leaves the
-code points those tables lack as they are, as ``tokenizers`` does), lowercases
-with Unicode 17, and matches patterns with Oniguruma's Unicode 16 classes,
-where bpe uses the ``regex`` module's.
+Unicode tables are measured (docs/formats.md, "What is not exact"):
+``tokenizers`` normalizes with Unicode 9 tables (bpe leaves the code points
+those tables lack as they are, as ``tokenizers`` does), lowercases with
+Unicode 17, and matches patterns with Oniguruma's Unicode 16 classes, as bpe
+does (``bpe.unicode``).
 """
 from __future__ import annotations
 
@@ -45,6 +45,7 @@ from bpe.files import atomic_write_text
 from bpe.formats import HF_FILE_NAME, RankTable, _from_gpt2_text, _read_bytes, _to_gpt2_text, gpt2_byte_encoder
 from bpe.onig import compile_onig, find_iter, split
 from bpe.patterns import SPELLED_OUT_GPT2_PATTERN, canonical_pattern, pattern_regex
+from bpe.unicode import as_reference
 from bpe.vocabulary import MAX_ID
 
 #: Unicode White_Space: what Rust's ``char::is_whitespace`` (Strip, lstrip and
@@ -464,7 +465,7 @@ def _word():
 
 def _is_word(character: str) -> bool:
     """Rust's regex crate's ``\\w`` (Unicode Word, as the ``regex`` module's)."""
-    return _word().match(character) is not None
+    return _word().match(as_reference(character)) is not None
 
 
 # --------------------------------------------------------------------------- reading

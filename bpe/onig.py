@@ -12,9 +12,9 @@ rewrites it exactly or refuses it, naming the construct (``ValueError``):
 * ``X{n,m}+`` repeats the interval (``regex`` reads it as possessive), and
   ``(?i)`` folds ``ss`` to ``ß``: both are refused, but for the
   case-insensitive ASCII contractions every real file uses.
-* Classes (``\\p{L}``, ``\\s``...) are the ``regex`` module's, as for bpe's
-  own patterns: Oniguruma's tables are Unicode 16, so the two disagree on
-  characters assigned after it (docs/formats.md, "What is not exact").
+* Classes (``\\p{L}``, ``\\s``...) are Oniguruma's Unicode 16: text is
+  matched as ``bpe.unicode.as_reference`` gives it, whatever Unicode the
+  installed ``regex`` carries.
 
 And ``find_iter`` walks matches by Oniguruma's rule for empty ones: an empty
 match where the last match ended is skipped (``regex`` keeps one after a
@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import functools
 from typing import Iterator
+
+from bpe.unicode import as_reference
 
 #: Oniguruma's ``\w``: letters, marks, numbers (all of N) and connector punctuation.
 WORD = r"\p{L}\p{M}\p{N}\p{Pc}"
@@ -221,6 +223,7 @@ def find_iter(compiled, text: str) -> Iterator[tuple[int, int]]:
     skipped (the search goes on a character later). Where no match is empty
     that is ``finditer``'s order, which runs in C; from the first empty match
     on, the searches are made one by one."""
+    text = as_reference(text)           # the same length: the spans are the text's
     last_end = -1
     for match in compiled.finditer(text):
         start, end = match.span()

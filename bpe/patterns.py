@@ -11,6 +11,7 @@ import re
 from typing import Optional
 
 from bpe._scanner import PATTERN_IDS, split_offsets
+from bpe.unicode import as_reference
 
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 CL100K_PATTERN = (
@@ -137,7 +138,9 @@ def regex_pretokens(compiled, text: str, source: Optional[str] = None) -> list[s
     end = 0
     timeout = PATTERN_TIMEOUT_SECONDS + PATTERN_SECONDS_PER_CHAR * len(text)
     try:
-        for match in compiled.finditer(text, timeout=timeout):
+        # Matched on the text as the reference engines see it: the same length,
+        # so the spans cut the text itself.
+        for match in compiled.finditer(as_reference(text), timeout=timeout):
             start, stop = match.span()
             if start > end:
                 pieces.append(text[end:start])

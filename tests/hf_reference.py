@@ -1,49 +1,19 @@
-"""Hugging Face ``tokenizers`` as the reference for files read from its format, and
-what its regex engine (Oniguruma, Unicode 16) says of each code point.
+"""Hugging Face ``tokenizers`` as the reference for files read from its format.
 
-bpe's character classes are the ``regex`` module's (docs/formats.md, "What is
-not exact"); the two disagree on code points assigned after Unicode 16 (and a
-few whose category changed). ``agreeing_characters`` are the code points of
-the Basic Multilingual Plane on which they agree, measured here by asking
-``tokenizers`` itself: the alphabet tests draw text from.
+Its regex engine (Oniguruma) classifies code points by Unicode 16, as bpe does
+on every path (``bpe.unicode``; ``tests/test_unicode_reference.py`` checks
+every code point), so tests draw text from every character of the Basic
+Multilingual Plane (``bmp_characters``).
 """
 import functools
 import json
 
 import hypothesis.strategies as st
 
-#: The classes patterns in real files use, and those ``bpe.onig`` translates to.
-CLASSES = [r"\p{L}", r"\p{N}", r"\p{M}", r"\p{P}", r"\p{S}", r"\p{Lu}", r"\p{Ll}", r"\p{Lt}", r"\p{Lm}",
-           r"\p{Lo}", r"\p{Pc}", r"\s", r"\d"]
 
-
-def onig_members(cls: str, text: str) -> set[int]:
-    """The indices of ``text`` whose character Oniguruma puts in ``cls``."""
-    from tokenizers import Regex, pre_tokenizers
-
-    split = pre_tokenizers.Split(Regex(cls), behavior="removed", invert=True)
-    return {i for _, (start, end) in split.pre_tokenize_str(text) for i in range(start, end)}
-
-
-@functools.lru_cache(maxsize=None)
-def disagreeing_code_points(limit: int = 0x10000) -> frozenset[int]:
-    """Code points below ``limit`` on whose class (any of ``CLASSES``) Oniguruma
-    and the ``regex`` module disagree."""
-    import regex
-
-    points = [c for c in range(limit) if not 0xD800 <= c <= 0xDFFF]
-    text = "".join(map(chr, points))
-    differ = set()
-    for cls in CLASSES:
-        ours = {m.start() for m in regex.finditer(cls, text)}
-        differ |= {points[i] for i in ours ^ onig_members(cls, text)}
-    return frozenset(differ)
-
-
-def agreeing_characters(limit: int = 0x10000):
-    """A hypothesis strategy of single characters on which both engines agree."""
-    bad = disagreeing_code_points(limit)
-    return st.characters(max_codepoint=limit - 1, exclude_categories=("Cs",)).filter(lambda c: ord(c) not in bad)
+def bmp_characters():
+    """A hypothesis strategy of single characters of the Basic Multilingual Plane."""
+    return st.characters(max_codepoint=0xFFFF, exclude_categories=("Cs",))
 
 
 #: Texts that have found differences between tokenizers' pipeline steps and

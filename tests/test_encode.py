@@ -66,17 +66,19 @@ def test_matches_tiktoken_on_any_text(pair, text):
     assert tok.encode(text) == reference.encode(text, allowed_special="all")
 
 
-def test_newly_assigned_letters_follow_regex_not_tiktoken():
-    # U+323B0 (CJK Extension J, Unicode 17) is a letter to `regex` but unassigned to
-    # tiktoken's tables: bpe pre-tokenizes it as `regex` does.
-    import regex
+@pytest.mark.parametrize("text", ["\U000323b0:A", "\U00012550:L", "x\u0558y 1\U00011de0 2"])
+def test_code_points_assigned_after_unicode_16_are_split_as_tiktoken_does(text):
+    # U+323B0 (CJK Extension J) and U+0558 are letters, U+12550 and U+11DE0
+    # numbers, to a regex of Unicode 17 or later, and unassigned to tiktoken's
+    # engine: every path of bpe (native scanners, bpe.pure, a custom pattern)
+    # splits them as tiktoken does, whatever regex is installed.
+    from bpe import pure
 
-    text = "\U000323b0:A"
-    assert bpe.pretokenize(text, "o200k") == regex.findall(bpe.PATTERNS["o200k"], text)
     tok, reference = bpe.load("o200k_base"), get_encoding("o200k_base")
-    if regex.match(r"\p{L}", "\U000323b0"):
-        assert tok.decode_bytes(tok.encode(text)[-1:]) == b":A"
-        assert reference.encode(text)[-2:] == tok.encode_ordinary(":") + tok.encode_ordinary("A")
+    assert tok.encode(text) == reference.encode(text)
+    custom = bpe.Tokenizer.from_tiktoken(bpe.pretrained.rank_file("o200k_base"), pattern="(?:" + bpe.PATTERNS["o200k"] + ")")
+    assert custom.encode(text) == reference.encode(text)
+    assert bpe.pretokenize(text, "o200k") == pure.pretokenize(text, "o200k")
 
 
 def test_matches_tiktoken_on_a_whole_file(pair):

@@ -1,4 +1,5 @@
-"""The native scanners split exactly where regex.findall splits, for every built-in pattern
+"""The native scanners split exactly where regex.findall splits (on the reference Unicode,
+``bpe.unicode``), for every built-in pattern
 and every block-classifier path (byte by byte, portable masks, SSE2, AVX2, NEON: each
 that this CPU runs, forced in turn)."""
 import contextlib
@@ -15,7 +16,7 @@ from hypothesis import given, settings
 from bpe import _scanner, unicode
 from bpe.patterns import PATTERNS
 
-from conftest import SHAKESPEARE
+from conftest import SHAKESPEARE, findall
 
 NAMES = list(_scanner.PATTERN_IDS)
 
@@ -48,7 +49,7 @@ def assert_same(text: str) -> None:
     for path in _scanner.simd_paths():
         with simd(path):
             for name in NAMES:
-                assert native_split(text, name) == regex.findall(PATTERNS[name], text), (name, path, text)
+                assert native_split(text, name) == findall(PATTERNS[name], text), (name, path, text)
 
 
 # Pieces that reach every branch: contractions in any case (and the long s that
@@ -144,37 +145,36 @@ def test_the_environment_picks_the_path(path):
 FIRST_ASCII_THEN_NOT = r"""
 import os, sys, threading
 from collections import Counter
-import regex
 sys.path.insert(0, {tests!r})
 import bpe
 from bpe import _scanner, unicode
 from bpe.patterns import PATTERNS
+from conftest import findall
 from tiktoken_reference import get_encoding
 
 ascii_text = "It's 12345 the cat's  HAT!\n\n  x y" * 50
-mixed = "naïve café 日本語 ſ'S it's  12 ３４ Ǆemo ÀB"
+mixed = "naïve café 日本語 ſ'S it's  12 ３４ Ǆemo ÀB \U000323b0:A"
 def split(text, name):
     data = text.encode()
     offsets = _scanner.split_offsets(data, _scanner.PATTERN_IDS[name])
     return [data[a:b].decode() for a, b in zip(offsets, offsets[1:])]
 
 entry = {entry!r}
-if not {shipped!r}:                       # as with a regex other than the build's
-    unicode.SHIPPED_TABLES = os.devnull
 if entry == "split_offsets":
-    assert split(ascii_text, "gpt2") == regex.findall(PATTERNS["gpt2"], ascii_text)
+    assert split(ascii_text, "gpt2") == findall(PATTERNS["gpt2"], ascii_text)
 elif entry == "count":
     interner = _scanner.Interner()
     interner.count(ascii_text.encode(), _scanner.PATTERN_IDS["o200k"])
     data, offsets, counts = interner.arrays()
     found = Counter({{bytes(data[a:b]): int(c) for a, b, c in zip(offsets, offsets[1:], counts)}})
-    assert found == Counter(t.encode() for t in regex.findall(PATTERNS["o200k"], ascii_text))
+    assert found == Counter(t.encode() for t in findall(PATTERNS["o200k"], ascii_text))
 else:
     assert bpe.load("cl100k_base").encode(ascii_text) == get_encoding("cl100k_base").encode(ascii_text)
 assert len(_scanner._tables) == 1 and _scanner._tables[0][0] is unicode.ascii_tables()[0], "not ASCII only"
+assert unicode.reference.cache_info().currsize == 0, "the reference file was read for ASCII text"
 
 # Scans of ASCII text go on while the first text that is not ASCII brings the full tables.
-expected = regex.findall(PATTERNS["cl100k"], ascii_text)
+expected = findall(PATTERNS["cl100k"], ascii_text)
 agreed = []
 def scan_ascii():
     for _ in range(300):
@@ -183,66 +183,26 @@ threads = [threading.Thread(target=scan_ascii) for _ in range(2)]
 for thread in threads:
     thread.start()
 for name in PATTERNS:
-    assert split(mixed, name) == regex.findall(PATTERNS[name], mixed), name
+    assert split(mixed, name) == findall(PATTERNS[name], mixed), name
 for thread in threads:
     thread.join()
 assert len(agreed) == 600 and all(agreed)
 assert _scanner._tables[-1][0] is unicode.tables()[0]
-assert (unicode.shipped_tables() is not None) == {shipped!r}
 for name in ("gpt2", "cl100k_base", "o200k_base"):
     assert bpe.load(name).encode(mixed + ascii_text) == get_encoding(name).encode(mixed + ascii_text), name
 print("ok")
 """
 
 
-@pytest.mark.parametrize("entry, shipped", [("split_offsets", True), ("count", True), ("encode", True),
-                                             ("encode", False)])
-def test_ascii_text_first_builds_the_ascii_tables_only(entry, shipped):
-    # A fresh process that first scans ASCII text derives the tables of the
-    # ASCII code points alone; the first text that is not ASCII brings the full
-    # ones (shipped, or derived when the shipped ones are not this regex's),
-    # and scans running meanwhile stay exact.
-    code = FIRST_ASCII_THEN_NOT.format(tests=os.path.dirname(os.path.abspath(__file__)), entry=entry,
-                                       shipped=shipped)
+@pytest.mark.parametrize("entry", ["split_offsets", "count", "encode"])
+def test_ascii_text_first_builds_the_ascii_tables_only(entry):
+    # A fresh process that first scans ASCII text builds the tables of the
+    # ASCII code points alone, without reading the reference file; the first
+    # text that is not ASCII brings the full ones, and scans running meanwhile
+    # stay exact.
+    code = FIRST_ASCII_THEN_NOT.format(tests=os.path.dirname(os.path.abspath(__file__)), entry=entry)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.split() == ["ok"], out.stderr[-3000:]
-
-
-def test_the_build_ships_the_tables_it_derived_from_this_regex():
-    # setup.py derives the tables from the regex it builds with, which is the
-    # one the tests run with; they must be exactly what deriving gives now.
-    shipped = unicode.shipped_tables()
-    assert shipped is not None, f"{unicode.SHIPPED_TABLES}: missing, or not from regex {regex.__version__}"
-    derived = unicode.derive_tables()
-    assert all(np.array_equal(a, b) for a, b in zip(shipped, derived))
-    assert all(np.array_equal(a, b) for a, b in zip(unicode.tables(), derived))
-
-
-def test_tables_from_another_regex_or_damaged_are_not_used(tmp_path, monkeypatch):
-    path = str(tmp_path / "tables.npz")
-    unicode.save_tables(path)
-    assert all(np.array_equal(a, b) for a, b in zip(unicode.shipped_tables(path), unicode.derive_tables()))
-    with monkeypatch.context() as patched:
-        patched.setattr(regex, "__version__", "1999.1.1")
-        assert unicode.shipped_tables(path) is None
-    stored = dict(np.load(path))
-    damaged = {
-        "cut short": None,
-        "runs not from 0": dict(stored, classes_starts=stored["classes_starts"][1:],
-                                classes_values=stored["classes_values"][1:]),
-        "runs out of order": dict(stored, fold_starts=stored["fold_starts"][::-1].copy()),
-        "an ASCII class wrong": dict(stored, classes_values=stored["classes_values"] ^ np.uint8(1)),
-        "a table missing": {name: array for name, array in stored.items() if not name.startswith("fold")},
-    }
-    for reason, arrays in damaged.items():
-        bad = str(tmp_path / "bad.npz")
-        if arrays is None:
-            with open(path, "rb") as good, open(bad, "wb") as out:
-                out.write(good.read()[:1000])
-        else:
-            np.savez(bad, **arrays)
-        assert unicode.shipped_tables(bad) is None, reason
-    assert unicode.shipped_tables(str(tmp_path / "absent.npz")) is None
 
 
 def test_the_ascii_tables_are_the_full_tables_ascii_part():
@@ -258,15 +218,17 @@ def test_every_code_point_in_context(context):
     # are held to the same splits by the tests above: this one is about classes.)
     text = "\x00".join(context.format(c=c) for c in unicode.all_code_points())
     for name in NAMES:
-        expected = regex.findall(PATTERNS[name], text)
+        expected = findall(PATTERNS[name], text)
         for path in _scanner.simd_paths():
             with simd(path):
                 assert native_split(text, name, batches=False) == expected, (name, path)
 
 
-def test_tables_agree_with_regex_for_every_code_point():
+def test_tables_agree_with_regex_on_the_reference_text_for_every_code_point():
+    # The scanners' classes and what regex matches on as_reference's text are
+    # one classification, whatever Unicode the installed regex carries.
     classes, fold = unicode.tables()
-    text = unicode.all_code_points()
+    text = unicode.as_reference(unicode.all_code_points())
     for bit, pattern in unicode.CLASS_BITS.items():
         members = np.zeros(len(text), dtype=bool)
         for match in regex.finditer(pattern, text):
@@ -291,8 +253,8 @@ def test_interner_counts_like_a_counter():
     text = "the cat's hat, the CAT'S hat!\n\n  the end 12345"
     data = text.encode()
     for name, pattern_id in _scanner.PATTERN_IDS.items():
-        expected = Counter(t.encode() for t in regex.findall(PATTERNS[name], text))
-        expected.update(t.encode() for t in regex.findall(PATTERNS[name], text[4:9]))
+        expected = Counter(t.encode() for t in findall(PATTERNS[name], text))
+        expected.update(t.encode() for t in findall(PATTERNS[name], text[4:9]))
         for path in _scanner.simd_paths():
             with simd(path):
                 interner = _scanner.Interner()
@@ -330,7 +292,7 @@ def test_interner_counts_past_its_front_cache():
     words = ["".join(rng.choice(letters, size=int(rng.integers(4, 9)))) for _ in range(90_000)]
     text = " " + " ".join(words + words[::3] + ["x" * 40, "x" * 40])      # and two long ones
     data = text.encode()
-    expected = Counter(t.encode() for t in regex.findall(PATTERNS["gpt2"], text))
+    expected = Counter(t.encode() for t in findall(PATTERNS["gpt2"], text))
     assert len(expected) > 1 << 16
     interner = _scanner.Interner()
     middle = len(data) // 2
