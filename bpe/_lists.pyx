@@ -1,4 +1,5 @@
-"""Token ids to lists of Python ints, fast: what ``encode`` returns.
+"""Token ids to lists of Python ints, fast: what ``encode`` returns; and ids
+laid out as a token array of records (``ids_with_separators``).
 
 Why a module of its own: this is the one place that manages reference counts
 and garbage-collector tracking by hand, and the reasoning for it (below, in
@@ -9,7 +10,7 @@ from cpython.long cimport PyLong_FromSsize_t
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_INCREF
 from cpython.sequence cimport PySequence_Fast_ITEMS
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t
 from libc.string cimport memset
 
 import numpy as np
@@ -312,3 +313,44 @@ cdef list lists_of_ids(const out_id_t* ids, const offset_t* offsets, Py_ssize_t 
 cdef list slow_lists(const out_id_t* ids, const offset_t* offsets, Py_ssize_t n_lists, PrebuiltInts ints):
     """``lists_of_ids`` built int by int (``slow_list``): where an id has no prebuilt int."""
     return [slow_list(ids + offsets[t], offsets[t + 1] - offsets[t], ints) for t in range(n_lists)]
+
+
+ctypedef fused stored_id_t:
+    uint16_t
+    uint32_t
+
+
+def ids_with_separators(const out_id_t[::1] ids, const offset_t[::1] offsets, out_id_t separator,
+                        stored_id_t[::1] out, const uint8_t[::1] ends=None):
+    """Write text t's ids, ``ids[offsets[t]:offsets[t + 1]]``, then ``separator``
+    (only where ``ends[t]``, if given: a text that ends its record), for each
+    text in turn, into ``out`` (uint16 or uint32, which must hold every id, and
+    exactly the ids and separators): a corpus of records as a token array,
+    laid out without the GIL (numpy's ``insert``, then a cast, took a third of
+    the time of encoding the records).
+
+    >>> import numpy as np
+    >>> out = np.empty(5, np.uint16)
+    >>> ids_with_separators(np.array([7, 8, 9], np.uint32), np.array([0, 2, 3], np.int64), 0, out)
+    >>> out.tolist()
+    [7, 8, 0, 9, 0]
+    """
+    cdef Py_ssize_t n_texts = offsets.shape[0] - 1
+    cdef Py_ssize_t t, k, at = 0, n_separators = n_texts
+    check_offsets(offsets, -1, ids.shape[0], "id offsets")
+    if ends is not None:
+        if ends.shape[0] != n_texts:
+            raise ValueError(f"ends has {ends.shape[0]} entries for {n_texts} texts")
+        n_separators = 0
+        for t in range(n_texts):
+            n_separators += ends[t] != 0
+    if n_texts < 0 or out.shape[0] != ids.shape[0] + n_separators:
+        raise ValueError(f"out holds {out.shape[0]} ids, not {ids.shape[0]} ids and {n_separators} separators")
+    with nogil:
+        for t in range(n_texts):
+            for k in range(offsets[t], offsets[t + 1]):
+                out[at] = <stored_id_t>ids[k]
+                at += 1
+            if ends is None or ends[t]:
+                out[at] = <stored_id_t>separator
+                at += 1

@@ -16,8 +16,10 @@ import time
 import warnings
 
 import bpe
-from bpe.errors import BpeError, CorpusDecodeError
-from bpe.files import checked_utf8, refuse_overwriting_inputs, resolve_inputs
+from bpe.errors import BpeError, CorpusDecodeError, CorpusRecordError
+from bpe.files import checked_utf8, refuse_overwriting_inputs
+from bpe.records import Problems, units
+from bpe.sources import find_sources
 from bpe.view import TokenView, color_wanted, render_terminal, write_html
 
 DEFAULT_CORPUS = os.path.join(os.path.dirname(__file__), "data", "tinyshakespeare.txt")
@@ -69,19 +71,27 @@ def cmd_train(args) -> None:
         else:
             tok = bpe.train(files, args.vocab_size, args.special_token, pattern=args.pattern,
                             min_frequency=args.min_frequency, num_workers=args.workers,
-                            errors=args.errors, progress=_show_progress(args))
+                            errors=args.errors, progress=_show_progress(args), **_corpus_options(args))
     seconds = time.perf_counter() - start
     path = tok.save(args.output)
     for warning in caught:
         print(f"note: {warning.message}", file=sys.stderr)
+    plan = find_sources(files, recursive=args.recursive, glob=args.glob)
+    if plan.skipped and not args.quiet:
+        print(f"note: {plan.skipped_note()}", file=sys.stderr)
     corpus = "the embedded default corpus (Tiny Shakespeare)" if not args.files else \
-        f"{len(resolve_inputs(files))} file(s)"
+        f"{len(plan.sources)} file(s)"
     longest = _longest_tokens(tok, 5)
     if not args.quiet:
         print(f"trained on {corpus}: {len(tok.merges)} merges, vocab {len(tok.vocab)}, "
               f"{seconds:.2f} s")
         print(f"longest tokens: {', '.join(_readable(t) for t in longest)}")
         print(f"saved {path}")
+
+
+def _corpus_options(args) -> dict:
+    """How the corpus options read files: ``text_field``, ``recursive``, ``glob``."""
+    return {"text_field": args.text_field, "recursive": args.recursive, "glob": args.glob}
 
 
 def _load_tokenizer(name_or_path: str):
@@ -106,21 +116,29 @@ def cmd_encode(args) -> None:
     if not args.files or not args.output or not args.tokenizer:
         raise UserError("give FILES, --tokenizer and -o (or --finalize OUT_DIR)")
     tok = _load_tokenizer(args.tokenizer)
-    sharded = args.ray is not None or args.world_size > 1 or args.shard_mb is not None
+    # --rank or --world-size given, even 0 of 1, asks for shards (a job array of one).
+    sharded = (args.ray is not None or args.shard_mb is not None or args.rank is not None
+               or args.world_size is not None)
     if args.ray is not None:
         from bpe import distributed
 
+        if args.recursive or args.glob:
+            raise UserError("--ray takes files and directories as they are: list the files instead of "
+                            "--recursive or --glob")
         summary = distributed.encode(tok, args.files, args.output, shard_bytes=_shard_bytes(args),
                                      dtype=args.dtype, errors=args.errors, address=args.ray or None,
-                                     progress=_show_progress(args))
+                                     progress=_show_progress(args), text_field=args.text_field)
     elif sharded:
         summary = bpe.encode_shards(tok, args.files, args.output, shard_bytes=_shard_bytes(args),
-                                    rank=args.rank, world_size=args.world_size, dtype=args.dtype,
+                                    rank=args.rank or 0, world_size=args.world_size or 1, dtype=args.dtype,
                                     num_workers=args.workers, errors=args.errors,
-                                    progress=_show_progress(args))
+                                    progress=_show_progress(args), **_corpus_options(args))
     else:
         summary = tok.encode_file(args.files, args.output, dtype=args.dtype, num_workers=args.workers,
-                                  errors=args.errors, progress=_show_progress(args))
+                                  errors=args.errors, progress=_show_progress(args), **_corpus_options(args))
+        for note in (summary.skipped, summary.problems):
+            if note:
+                print(f"note: {note}", file=sys.stderr)
     if not args.quiet:
         print(summary)
         if sharded:
@@ -177,22 +195,33 @@ def _read_ids(text: str) -> list[int]:
 
 def cmd_count(args) -> None:
     if args.files == ["-"]:
-        text = sys.stdin.read()
+        texts = [(sys.stdin.read(), False)]
     else:
-        parts = []
-        for path in resolve_inputs(args.files):
-            with open(path, "rb") as file:
-                parts.append(bytes(checked_utf8(file.read(), path, 0, args.errors)).decode("utf-8"))
-        text = "".join(parts)
+        plan = find_sources(args.files, recursive=args.recursive, glob=args.glob)
+        problems = Problems()
+        texts = []
+        for unit in units(plan.sources, args.text_field, args.errors, (), None, None):
+            if unit.records is None:
+                texts.append((bytes(unit.text).decode("utf-8"), False))
+            else:
+                found, skipped = unit.records.texts()
+                texts.extend((text, True) for text in found)
+                problems.extend(skipped)
+        for note in (plan.skipped_note(), str(problems)):
+            if note:
+                print(f"note: {note}", file=sys.stderr)
     prices = _parse_prices(args.price)
-    n_chars, n_bytes = len(text), len(text.encode("utf-8"))
+    n_chars = sum(len(text) for text, _ in texts)
+    n_bytes = sum(len(text.encode("utf-8", "surrogatepass")) for text, _ in texts)
     names = [name.strip() for name in args.tokenizer.split(",") if name.strip()]
     unknown = sorted(set(prices) - set(names))
     if unknown:
         raise UserError(f"--price {unknown[0]}=...: {unknown[0]} is not one of --tokenizer")
     rows = []
     for name in names:
-        n_tokens = _load_tokenizer(name).count(text)
+        tok = _load_tokenizer(name)
+        # A record is a document's text alone, as encode_ordinary reads it.
+        n_tokens = sum(len(tok.encode_ordinary(text)) if record else tok.count(text) for text, record in texts)
         rows.append((name, n_tokens, n_chars / max(n_tokens, 1), n_bytes / max(n_tokens, 1)))
     width = max(16, *(len(name) + 1 for name in names))
     header = f"{'tokenizer':<{width}} {'tokens':>12} {'chars/token':>12} {'bytes/token':>12}"
@@ -361,10 +390,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"bpe {bpe.__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    train = commands.add_parser("train", help="train a tokenizer on text files", epilog=EXAMPLES["train"],
+    train = commands.add_parser("train", help="train a tokenizer on a corpus", epilog=EXAMPLES["train"],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    train.add_argument("files", nargs="*",
-                       help="UTF-8 text files or directories of *.txt files (default: Tiny Shakespeare)")
+    train.add_argument("files", nargs="*", help=FILES_HELP + " (default: Tiny Shakespeare)")
     train.add_argument("--vocab-size", type=int, required=True, metavar="N",
                        help="tokens in all: the 256 bytes, the special tokens, then one per merge learned")
     train.add_argument("--special-token", action="append", default=[], metavar="TOKEN",
@@ -379,27 +407,28 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--quiet", action="store_true", help="no progress bars and no summary")
     train.add_argument("--ray", nargs="?", const="", metavar="ADDRESS", default=None,
                        help="count on a Ray cluster (ADDRESS, or a local one); merge here")
-    _add_errors(train)
+    _add_corpus_options(train)
     train.set_defaults(run=cmd_train)
 
-    encode = commands.add_parser("encode", help="encode text files into a memory-mapped token array",
+    encode = commands.add_parser("encode", help="encode a corpus into a memory-mapped token array",
                                  epilog=EXAMPLES["encode"], formatter_class=argparse.RawDescriptionHelpFormatter)
-    encode.add_argument("files", nargs="*", help="text files, or directories of *.txt files")
+    encode.add_argument("files", nargs="*", help=FILES_HELP)
     encode.add_argument("--tokenizer", help="a built-in or model name, or a tokenizer file or directory")
     encode.add_argument("-o", "--output", help="the token array to write (a directory when sharded)")
     encode.add_argument("--ray", nargs="?", const="", metavar="ADDRESS", default=None,
                         help="encode shards on a Ray cluster (ADDRESS, or a local one) into -o DIR")
     encode.add_argument("--shard-mb", type=float, default=None,
                         help="write shards of about this many MB of input, and a manifest, into -o DIR")
-    encode.add_argument("--rank", type=int, default=0, help="this process's share of the shards ...")
-    encode.add_argument("--world-size", type=int, default=1, help="... of this many (a job array)")
+    encode.add_argument("--rank", type=int, default=None,
+                        help="this process's share of the shards (default 0) ...")
+    encode.add_argument("--world-size", type=int, default=None, help="... of this many (a job array; default 1)")
     encode.add_argument("--finalize", metavar="OUT_DIR",
                         help="write the manifest of OUT_DIR once every rank's shards are there")
     encode.add_argument("--workers", type=int, default=None, help="threads (default: all cores)")
     encode.add_argument("--dtype", default=None, choices=["uint16", "uint32"],
                         help="the ids' type on disk (default: the smallest that fits)")
     encode.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
-    _add_errors(encode)
+    _add_corpus_options(encode)
     encode.set_defaults(run=cmd_encode)
 
     decode = commands.add_parser("decode", help="print the text of a token array (or of ids on stdin)",
@@ -415,12 +444,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     count = commands.add_parser("count", help="compare token counts of tokenizers on the same text",
                                 epilog=EXAMPLES["count"], formatter_class=argparse.RawDescriptionHelpFormatter)
-    count.add_argument("files", nargs="+", help="text files, or - for stdin")
+    count.add_argument("files", nargs="+", help=FILES_HELP + ", or - for stdin")
     count.add_argument("--tokenizer", required=True,
                        help="comma-separated names, model names or paths, e.g. gpt2,gpt-4,gpt-4o,my-tok")
     count.add_argument("--price", action="append", metavar="NAME=USD_PER_1M_TOKENS",
                        help="add an estimated cost column (repeatable; no prices are built in)")
-    _add_errors(count)
+    _add_corpus_options(count)
     count.set_defaults(run=cmd_count)
 
     show = commands.add_parser("show", help="see how tokenizers cut a text, in colour or as a page",
@@ -446,10 +475,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+FILES_HELP = ("files and directories: text (.txt), JSON Lines (.jsonl) and Parquet, compressed or not "
+              "(.gz, .bz2, .xz, .zst); a directory's other files are skipped and counted")
+
+
 def _add_errors(command) -> None:
     command.add_argument("--errors", choices=["strict", "replace"], default="strict",
                          help="invalid UTF-8 in the input: stop with an error naming the file and "
                               "offset (strict, the default), or read it as U+FFFD (replace)")
+
+
+def _add_corpus_options(command) -> None:
+    command.add_argument("--text-field", default="text", metavar="FIELD",
+                         help="the field of a JSON Lines record, or the Parquet column, that holds its text "
+                              "(default text; a.b for a nested field)")
+    command.add_argument("--recursive", action="store_true", help="read the directories' subdirectories too")
+    command.add_argument("--glob", metavar="PATTERN",
+                         help="read only a directory's files whose path below it matches, e.g. '*.jsonl.zst' "
+                              "(quote it)")
+    command.add_argument("--errors", choices=["strict", "replace"], default="strict",
+                         help="invalid UTF-8, or a record with no text at --text-field: stop with an error "
+                              "naming the file and offset, line or row (strict, the default), or read the "
+                              "bytes as U+FFFD and skip the record, counted in the summary (replace)")
 
 
 class Terminated(BaseException):
@@ -464,6 +511,10 @@ def _message(error: BaseException) -> str:
     if isinstance(error, CorpusDecodeError):
         return (f"{error.path}: invalid UTF-8 at byte offset {error.offset} ({error.reason}); "
                 "pass --errors replace to read such bytes as U+FFFD")
+    if isinstance(error, CorpusRecordError):
+        skip = "pass --errors replace to skip such records (they are counted and reported), or " \
+            if error.skippable else ""
+        return f"{error.path}, {error.where}, field {error.field!r}: {error.reason}; {skip}--text-field names another field"
     return str(error)
 
 

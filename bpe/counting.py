@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
+import warnings
 from collections import Counter
 from typing import Iterable, Mapping, Optional, Sequence, Union
 
@@ -18,11 +19,12 @@ import regex
 
 from bpe._scanner import Interner, hash_pieces
 from bpe.chunking import Chunk, plan_chunks
-from bpe.files import (check_errors, check_regular_files, checked_utf8, create_temporary, read_into,
-                       resolve_inputs)
+from bpe.files import check_errors, check_regular_files, checked_utf8, create_temporary, read_into
 from bpe.formats import take_pieces
 from bpe.patterns import canonical_pattern, compile_pattern, native_pattern_id, regex_pretokens
 from bpe.progress import progress_bar
+from bpe.records import Problems, Unit, dataset_texts, is_dataset, texts_of, units
+from bpe.sources import find_sources
 from bpe.specials import check_special_tokens, special_spans, split_special
 from bpe.workers import map_in_processes, map_ordered, resolve_workers
 
@@ -293,10 +295,19 @@ def _count_chunk(task) -> PretokenCounts:
     return _count_utf8([checked_utf8(raw, chunk.path, chunk.start, errors)], special_tokens, pattern)
 
 
-def _count_texts(task) -> PretokenCounts:
-    texts, special_tokens, pattern, errors = task
+def _count_texts(task) -> tuple[PretokenCounts, list[str]]:
+    """The counts of a batch of texts or units, and the problems of records skipped."""
+    items, special_tokens, pattern, errors = task
+    if any(isinstance(item, Unit) for _, item in items):
+        found, problems = texts_of([item for _, item in items])
+        items = list(enumerate(found))
+    else:
+        problems = []
     encoded = []
-    for index, text in texts:
+    for index, text in items:
+        if isinstance(text, bytes):        # a stretch of a text file, checked UTF-8 (bpe.records)
+            encoded.append(text)
+            continue
         if not isinstance(text, str):
             raise TypeError(f"text {index} is a {type(text).__name__}, not a str")
         if errors == "replace":
@@ -308,7 +319,7 @@ def _count_texts(task) -> PretokenCounts:
                                  f"{match.start()} is not valid Unicode; pass errors='replace' "
                                  "to read it as U+FFFD")
         encoded.append(text.encode("utf-8"))
-    return _count_utf8(encoded, special_tokens, pattern)
+    return _count_utf8(encoded, special_tokens, pattern), problems
 
 
 def _map_counting(function, tasks, num_workers: int, pattern: Optional[str]):
@@ -333,20 +344,38 @@ def count_pretokens(
     errors: str = "strict",
     progress: bool = False,
     chunk_size: Optional[int] = None,
+    text_field: str = "text",
+    recursive: bool = False,
+    glob: Optional[str] = None,
 ) -> PretokenCounts:
-    """Count the pre-tokens of UTF-8 text files, in parallel over chunks.
+    """Count the pre-tokens of corpus files, in parallel.
 
-    Special tokens are split out first (longest first) and not counted; the
-    pattern runs on the text between them. ``chunk_size`` (bytes) only changes
-    how work is shared: the counts are the same for any value and any
-    ``num_workers``.
+    ``input``: files and directories, as ``encode_file`` reads them (text, JSON
+    Lines and Parquet, compressed or not; ``recursive``, ``glob``). Special
+    tokens are split out first (longest first) and not counted; the pattern
+    runs on the text between them. A record of JSON Lines or Parquet (its
+    ``text_field``) is a text of its own: the counts equal those of a text
+    file holding the records joined by a special token. Plain text files are
+    cut into chunks of ``chunk_size`` bytes, which only changes how work is
+    shared: the counts are the same for any value and any ``num_workers``.
+    Records skipped under ``errors="replace"`` are reported in a warning.
     """
-    paths = resolve_inputs(input)
-    check_regular_files(paths)
+    plan = find_sources(input, recursive=recursive, glob=glob)
+    check_regular_files(plan.paths)
     special_tokens = check_special_tokens(special_tokens)
     pattern = canonical_pattern(pattern)
     check_errors(errors)
     num_workers = resolve_workers(num_workers)
+    if not plan.all_plain_text:
+        # Units are parsed where they are counted, on the workers (texts_of).
+        found = units(plan.sources, text_field, errors, special_tokens, special_tokens[0] if special_tokens else None,
+                      pattern)
+        problems = Problems()
+        counts = _count_stream(found, special_tokens, pattern, num_workers, errors, progress, problems)
+        if problems.count:
+            warnings.warn(str(problems), stacklevel=2)
+        return counts
+    paths = plan.paths
     if chunk_size is None:
         chunk_size = default_chunk_size(sum(os.path.getsize(path) for path in paths), num_workers)
     return count_chunks(plan_chunks(paths, chunk_size, special_tokens, pattern), special_tokens,
@@ -362,18 +391,29 @@ def count_pretokens_from_iterator(
     errors: str = "strict",
     progress: bool = False,
     batch_chars: int = 1 << 20,
+    text_field: str = "text",
 ) -> PretokenCounts:
-    """Count the pre-tokens of an iterable of texts; no pre-token spans two texts."""
+    """Count the pre-tokens of an iterable of texts (or a Hugging Face
+    ``datasets.Dataset`` / ``IterableDataset``: its ``text_field`` column);
+    no pre-token spans two texts."""
     special_tokens = check_special_tokens(special_tokens)
     pattern = canonical_pattern(pattern)
     errors = check_errors(errors)
     num_workers = resolve_workers(num_workers)
+    if is_dataset(texts):
+        texts = dataset_texts(texts, text_field)
+    return _count_stream(texts, special_tokens, pattern, num_workers, errors, progress, Problems(), batch_chars)
 
+
+def _count_stream(items, special_tokens, pattern, num_workers, errors, progress, problems: Problems,
+                  batch_chars: int = 1 << 20) -> PretokenCounts:
+    """Count texts, or ``bpe.records`` units (parsed on the workers), in batches of
+    about ``batch_chars``; the problems of records skipped go to ``problems``."""
     def batches():
         batch, size = [], 0
-        for index, text in enumerate(texts):
-            batch.append((index, text))
-            size += len(text) if isinstance(text, str) else 0
+        for index, item in enumerate(items):
+            batch.append((index, item))
+            size += item.n_chars if isinstance(item, Unit) else len(item) if isinstance(item, (str, bytes)) else 0
             if size >= batch_chars:
                 yield (batch, special_tokens, pattern, errors)
                 batch, size = [], 0
@@ -382,7 +422,8 @@ def count_pretokens_from_iterator(
 
     with progress_bar(progress, None, "pre-tokenizing", unit="batch") as bar:
         def counted():
-            for part in _map_counting(_count_texts, batches(), num_workers, pattern):
+            for part, skipped in _map_counting(_count_texts, batches(), num_workers, pattern):
+                problems.extend(skipped)
                 yield part
                 bar.update(1)
         return PretokenCounts.sum(counted(), pattern)

@@ -28,11 +28,12 @@ except ImportError:
 
 from bpe.chunking import plan_chunks
 from bpe.counting import PretokenCounts, count_chunks, default_chunk_size
-from bpe.encode_file import CHUNK_BYTES, encode_chunks
-from bpe.files import check_errors, check_regular_files, resolve_inputs
+from bpe.encode_file import CHUNK_BYTES, encode_chunks, encoding_settings
+from bpe.files import check_errors, check_regular_files
 from bpe.patterns import canonical_pattern
 from bpe.progress import progress_bar
 from bpe.shards import SHARD_BYTES, ShardsSummary, finalize_shards, is_current, plan_shards, write_plan
+from bpe.sources import text_paths
 from bpe.specials import check_special_tokens
 from bpe.trainer import train_from_counts
 
@@ -72,10 +73,10 @@ def _reduce_task(*parts):
 
 
 @ray.remote
-def _encode_task(tokenizer, chunks, output, dtype, allowed_special, errors):
+def _encode_task(tokenizer, chunks, output, dtype, allowed_special, errors, text_field):
     _maybe_die()
     summary = encode_chunks(tokenizer, chunks, output, dtype=dtype, num_workers=1,
-                            allowed_special=allowed_special, errors=errors)
+                            allowed_special=allowed_special, errors=errors, text_field=text_field)
     return summary.bytes_in, summary.tokens_out
 
 
@@ -98,7 +99,7 @@ def count(inputs, special_tokens: Sequence[str] = (), *, pattern: Optional[str] 
           address: Optional[str] = None, progress: bool = False) -> PretokenCounts:
     """``bpe.count_pretokens`` on a Ray cluster: the same counts."""
     _connect(address)
-    paths = resolve_inputs(inputs)
+    paths = text_paths(inputs, reader="counting on Ray")
     check_regular_files(paths)
     special_tokens = check_special_tokens(special_tokens)
     pattern = canonical_pattern(pattern)
@@ -133,26 +134,28 @@ def train(inputs, vocab_size: int, special_tokens: Sequence[str] = (), *, patter
 
 def encode(tokenizer, inputs, directory, *, shard_bytes: int = SHARD_BYTES, dtype=None,
            allowed_special="all", errors: str = "strict", chunk_size: int = CHUNK_BYTES,
-           address: Optional[str] = None, progress: bool = False) -> ShardsSummary:
+           address: Optional[str] = None, progress: bool = False, text_field: str = "text") -> ShardsSummary:
     """``bpe.encode_shards`` on a Ray cluster: one task per shard not yet current,
     then the manifest. ``directory`` must be on storage every node sees."""
     started = time.perf_counter()
     _connect(address)
     directory = os.path.abspath(os.fspath(directory))
+    settings = encoding_settings(tokenizer, dtype, allowed_special, errors, text_field)
     shards = plan_shards(tokenizer, inputs, shard_bytes=shard_bytes, chunk_size=chunk_size,
                          allowed_special=allowed_special)
-    plan = write_plan(tokenizer, shards, directory)
+    plan = write_plan(tokenizer, shards, directory, settings)
     tokenizer_ref = ray.put(tokenizer)      # sent once; each worker builds its encoder once
     todo, skipped = [], []
     for shard, entry in zip(shards, plan["shards"]):
-        if is_current(directory, shard.name, plan["tokenizer_fingerprint"], entry["ranges_fingerprint"]):
+        if is_current(directory, shard.name, plan["tokenizer_fingerprint"], entry["ranges_fingerprint"],
+                      settings):
             skipped.append(shard.name)
         else:
             todo.append(shard)
     with progress_bar(progress, sum(shard.n_bytes for shard in todo), "encoding", unit="B") as bar:
         results = _wait_all([(_encode_task.remote(tokenizer_ref, shard.chunks,
                                                   os.path.join(directory, shard.name), dtype,
-                                                  allowed_special, errors), shard.n_bytes)
+                                                  allowed_special, errors, text_field), shard.n_bytes)
                              for shard in todo], bar)
     manifest = finalize_shards(directory)
     return ShardsSummary(directory, len(shards), [shard.name for shard in todo], skipped,

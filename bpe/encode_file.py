@@ -27,8 +27,11 @@ import numpy as np
 from bpe.chunk_writer import ChunkSettings, ChunkWriter
 from bpe.chunking import Chunk, iter_chunks
 from bpe.errors import CorpusEncodeError
-from bpe.files import check_errors, check_regular_files, refuse_overwriting_inputs, resolve_inputs
+from bpe.document_writer import DocumentEncoder, collect
+from bpe.files import check_errors, check_regular_files, refuse_overwriting_inputs
 from bpe.progress import progress_bar
+from bpe.records import Problems, text_units, units
+from bpe.sources import Source, find_sources, source_of
 from bpe.specials import special_policy
 from bpe.token_array import (OutputLock, build_metadata, check_dtype, commit, index_path, metadata_path,
                              temporary_prefix)
@@ -53,6 +56,8 @@ class EncodeSummary:
     document_index: str
     dtype: str
     workers: int = 1
+    problems: str = ""     # records skipped under errors="replace", named
+    skipped: str = ""      # files of the directories given that are not corpora
 
     @property
     def bytes_per_token(self) -> float:
@@ -71,35 +76,68 @@ class EncodeSummary:
 
 def encode_file(tokenizer, inputs, output, *, dtype=None, num_workers: Optional[int] = None,
                 allowed_special="all", errors: str = "strict", progress: bool = False,
-                chunk_size: int = CHUNK_BYTES) -> EncodeSummary:
-    """Encode text files into a flat token array at ``output``; see the module docstring.
+                chunk_size: int = CHUNK_BYTES, text_field: str = "text", recursive: bool = False,
+                glob: Optional[str] = None) -> EncodeSummary:
+    """Encode corpus files into a flat token array at ``output``; see the module docstring.
 
     ``num_workers``: threads (None: one per core, at most one per chunk).
+    ``inputs``: files and directories (``bpe.sources.find_sources``: text, JSON
+    Lines and Parquet, compressed or not; ``recursive``, ``glob``); a record's
+    text is at ``text_field``.
     """
-    paths = resolve_inputs(inputs)
-    separator = separator_token(tokenizer, allowed_special)
-    sizes = [os.path.getsize(path) for path in paths]
-    # iter_chunks makes at most one chunk per chunk_size bytes of each file; cuts are
-    # searched as chunks are handed out, so encoding starts at once.
-    chunks = iter_chunks(paths, chunk_size, list(tokenizer.special_tokens), tokenizer.pattern,
-                         snap_token=separator or "")
-    return _write_array(tokenizer, paths, chunks, sum(-(-size // chunk_size) for size in sizes), output,
-                        dtype=dtype, num_workers=num_workers, allowed_special=allowed_special,
-                        errors=errors, progress=progress)
+    plan = find_sources(inputs, recursive=recursive, glob=glob)
+    if not plan.all_plain_text:
+        summary = _write_array(tokenizer, plan.paths, output, _RecordsJob(plan.sources, text_field),
+                               dtype=dtype, num_workers=num_workers, allowed_special=allowed_special,
+                               errors=errors, progress=progress, text_field=text_field)
+    else:
+        separator = separator_token(tokenizer, allowed_special)
+        # iter_chunks makes at most one chunk per chunk_size bytes of each file; cuts are
+        # searched as chunks are handed out, so encoding starts at once.
+        chunks = iter_chunks(plan.paths, chunk_size, list(tokenizer.special_tokens), tokenizer.pattern,
+                             snap_token=separator or "")
+        max_chunks = sum(-(-os.path.getsize(path) // chunk_size) for path in plan.paths)
+        summary = _write_array(tokenizer, plan.paths, output, _ChunksJob(chunks, max_chunks), dtype=dtype,
+                               num_workers=num_workers, allowed_special=allowed_special, errors=errors,
+                               progress=progress, text_field=text_field)
+    summary.skipped = plan.skipped_note()
+    return summary
+
+
+def encode_documents(tokenizer, texts, output, *, dtype=None, num_workers: Optional[int] = None,
+                     errors: str = "strict", progress: bool = False, text_field: str = "text") -> EncodeSummary:
+    """Encode Python texts into a token array, one document each: an iterable of
+    str, or a Hugging Face ``datasets.Dataset`` / ``IterableDataset`` (its
+    ``text_field`` column). Each text's ids are ``encode_ordinary``'s, then the
+    separator (the first special token), as for the records of a JSON Lines file."""
+    return _write_array(tokenizer, [], output, _RecordsJob(None, text_field, texts), dtype=dtype,
+                        num_workers=num_workers, allowed_special="all", errors=errors, progress=progress,
+                        text_field=text_field)
 
 
 def encode_chunks(tokenizer, chunks: Sequence[Chunk], output, *, dtype=None,
                   num_workers: Optional[int] = None, allowed_special="all", errors: str = "strict",
-                  progress: bool = False) -> EncodeSummary:
+                  progress: bool = False, text_field: str = "text") -> EncodeSummary:
     """Encode byte ranges of files (``bpe.plan_chunks``, snapped to the separator
     as ``encode_file`` snaps) into one token array: a shard. The shards of
     consecutive ranges, read one after the other, are ``encode_file`` of the
-    files; the sidecar records the ranges and their fingerprint."""
+    files; the sidecar records the ranges and their fingerprint. A file that is
+    not plain text (JSON Lines, Parquet, compressed: ``bpe.shards`` plans them
+    so) is one range, the whole file."""
     chunks = list(chunks)
     paths = list(dict.fromkeys(chunk.path for chunk in chunks))
-    return _write_array(tokenizer, paths, chunks, len(chunks), output, dtype=dtype,
-                        num_workers=num_workers, allowed_special=allowed_special, errors=errors,
-                        progress=progress)
+    sources = [source_of(path, named=True) for path in paths]
+    if all(source.plain_text for source in sources):
+        job = _ChunksJob(chunks, len(chunks))
+    else:
+        for chunk in chunks:
+            if chunk.start != 0 or chunk.end != os.path.getsize(chunk.path):
+                raise ValueError(f"{chunk.path}: bytes {chunk.start}-{chunk.end} of a file that is not plain "
+                                 "text; such a file is encoded whole")
+        job = _RecordsJob(sources, text_field)
+    return _write_array(tokenizer, paths, output, job, dtype=dtype, num_workers=num_workers,
+                        allowed_special=allowed_special, errors=errors, progress=progress,
+                        text_field=text_field)
 
 
 def separator_token(tokenizer, allowed_special) -> Optional[str]:
@@ -109,12 +147,12 @@ def separator_token(tokenizer, allowed_special) -> Optional[str]:
     return specials[0] if specials and specials[0] in allowed else None
 
 
-def encoding_settings(tokenizer, dtype, allowed_special, errors: str) -> dict:
+def encoding_settings(tokenizer, dtype, allowed_special, errors: str, text_field: str = "text") -> dict:
     """Everything besides the tokenizer and the input ranges that changes the bytes
     of a token array: what a resumed run compares before it keeps one."""
     allowed, _ = special_policy(tokenizer.special_tokens, allowed_special, ())
     return {"dtype": tokenizer.token_dtype(dtype).name, "allowed_special": sorted(allowed),
-            "errors": check_errors(errors)}
+            "errors": check_errors(errors), "text_field": text_field}
 
 
 def ranges_fingerprint(chunks: Sequence[Chunk]) -> str:
@@ -131,8 +169,23 @@ def ranges_fingerprint(chunks: Sequence[Chunk]) -> str:
     return digest.hexdigest()
 
 
-def _write_array(tokenizer, paths, chunks: Iterable[Chunk], max_chunks: int, output, *, dtype,
-                 num_workers, allowed_special, errors, progress) -> EncodeSummary:
+@dataclasses.dataclass
+class _Encoded:
+    """What a job wrote into the temporary token array."""
+
+    n_tokens: int
+    document_starts: np.ndarray
+    digests: list[str]          # of the input, in order: the sidecar's inputs_fingerprint
+    ranges: list[Chunk]         # the byte ranges read: the sidecar's ranges_fingerprint
+    bytes_in: int
+    workers: int
+    problems: str = ""          # records skipped under errors="replace"
+
+
+def _write_array(tokenizer, paths, output, job, *, dtype, num_workers, allowed_special, errors, progress,
+                 text_field) -> EncodeSummary:
+    """Run ``job`` into a temporary file beside ``output``, then commit it with its
+    sidecars; nothing is left at ``output`` unless everything succeeded."""
     started = time.perf_counter()
     dtype = tokenizer.token_dtype(dtype)                 # a too-small dtype fails before any work
     check_dtype(dtype, "dtype")
@@ -160,51 +213,87 @@ def _write_array(tokenizer, paths, chunks: Iterable[Chunk], max_chunks: int, out
         work = tempfile.mkdtemp(dir=directory, prefix=temporary_prefix(output))
         try:
             tmp_output = os.path.join(work, "tokens.bin")
-            seen: list[Chunk] = []
-            n_tokens, document_starts, digests, num_workers = _encode_into(
-                tokenizer, (seen.append(chunk) or chunk for chunk in chunks), max_chunks, output,
-                tmp_output, settings, num_workers, progress, sum(status.st_size for status in statuses))
+            fd = os.open(tmp_output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)    # the umask applies
+            try:
+                encoded = job.run(tokenizer.encoder, fd, settings, output, num_workers, progress,
+                                  sum(status.st_size for status in statuses))
+            finally:
+                os.close(fd)
+            itemsize = settings.dtype.itemsize
+            if os.path.getsize(tmp_output) != encoded.n_tokens * itemsize:
+                raise CorpusEncodeError(f"{output}: the ids written hold {os.path.getsize(tmp_output)} "
+                                        f"bytes, expected {encoded.n_tokens} ids of {itemsize} bytes")
             _check_unchanged(paths, statuses)
             metadata = build_metadata(
-                dtype=dtype, n_tokens=n_tokens, n_documents=len(document_starts),
+                dtype=dtype, n_tokens=encoded.n_tokens, n_documents=len(encoded.document_starts),
                 n_vocab=tokenizer.n_vocab, separator=separator, output=output,
                 tokenizer_fingerprint=fingerprint.result(),
                 inputs=[{"path": os.path.abspath(path), "bytes": status.st_size}
                         for path, status in zip(paths, statuses)],
-                inputs_fingerprint=hashlib.sha256("".join(digests).encode()).hexdigest())
-            metadata["ranges_fingerprint"] = ranges_fingerprint(seen)
-            metadata["encoding_settings"] = encoding_settings(tokenizer, dtype, allowed_special, errors)
-            commit(output, work, tmp_output, metadata, document_starts)
+                inputs_fingerprint=hashlib.sha256("".join(encoded.digests).encode()).hexdigest())
+            metadata["ranges_fingerprint"] = ranges_fingerprint(encoded.ranges)
+            metadata["encoding_settings"] = encoding_settings(tokenizer, dtype, allowed_special, errors,
+                                                              text_field)
+            commit(output, work, tmp_output, metadata, encoded.document_starts)
         finally:
             shutil.rmtree(work, ignore_errors=True)
-    return EncodeSummary(files=paths, bytes_in=sum(chunk.n_bytes for chunk in seen),
-                         tokens_out=n_tokens, documents=len(document_starts),
-                         seconds=time.perf_counter() - started, output=output,
-                         metadata=metadata_path(output), document_index=index_path(output),
-                         dtype=dtype.name, workers=num_workers)
+    return EncodeSummary(files=paths, bytes_in=encoded.bytes_in, tokens_out=encoded.n_tokens,
+                         documents=len(encoded.document_starts), seconds=time.perf_counter() - started,
+                         output=output, metadata=metadata_path(output), document_index=index_path(output),
+                         dtype=dtype.name, workers=encoded.workers, problems=encoded.problems)
 
 
-def _encode_into(tokenizer, chunks, max_chunks, output, tmp_output, settings, num_workers, progress,
-                 total_bytes):
-    """Encode every chunk into ``tmp_output``; returns the token count, document
-    starts, chunk digests and the number of workers that ran."""
-    num_workers = max(1, min(num_workers, max_chunks))
-    encoder = tokenizer.encoder
-    fd = os.open(tmp_output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)    # the umask applies
-    try:
+class _ChunksJob:
+    """Plain text files, cut into chunks that the workers read in place."""
+
+    def __init__(self, chunks: Iterable[Chunk], max_chunks: int):
+        self.chunks = chunks
+        self.max_chunks = max_chunks
+
+    def run(self, encoder, fd, settings, output, num_workers, progress, total_bytes) -> _Encoded:
+        num_workers = max(1, min(num_workers, self.max_chunks))
+        seen: list[Chunk] = []
         writer = ChunkWriter(encoder, fd, settings, name=output)
+        chunks = (seen.append(chunk) or chunk for chunk in self.chunks)
         with progress_bar(progress, total_bytes, "encoding", unit="B") as bar, \
                 (encoder.sharing_cache() if num_workers > 1 else contextlib.nullcontext()), \
                 contextlib.closing(map_ordered(lambda item: writer.encode(*item), enumerate(chunks),
                                                num_workers)) as results:
             n_tokens, document_starts, digests = _collect(results, writer, bar)
-    finally:
-        os.close(fd)
-    itemsize = settings.dtype.itemsize
-    if os.path.getsize(tmp_output) != n_tokens * itemsize:
-        raise CorpusEncodeError(f"{output}: the ids written hold {os.path.getsize(tmp_output)} "
-                                f"bytes, expected {n_tokens} ids of {itemsize} bytes")
-    return n_tokens, document_starts, digests, num_workers
+        return _Encoded(n_tokens, document_starts, digests, seen, sum(chunk.n_bytes for chunk in seen),
+                        num_workers)
+
+
+class _RecordsJob:
+    """Sources read as a stream (``bpe.records``), or Python ``texts``: read on
+    this thread, parsed and encoded by the workers (``bpe.document_writer``)."""
+
+    def __init__(self, sources: Optional[Sequence[Source]], text_field: str, texts=None):
+        self.sources = sources
+        self.text_field = text_field
+        self.texts = texts
+
+    def run(self, encoder, fd, settings, output, num_workers, progress, total_bytes) -> _Encoded:
+        file_digests: list = []
+        if self.sources is None:
+            found = text_units(self.texts, self.text_field)
+        else:
+            separator = next((name for name, value in encoder.special_tokens.items()
+                              if value == settings.separator_id), None)
+            found = units(self.sources, self.text_field, settings.errors, list(encoder.special_tokens),
+                          separator, encoder.pattern, file_digests)
+        writer = DocumentEncoder(encoder, settings)
+        problems = Problems()
+        digests: list[str] = []
+        with progress_bar(progress, None, "encoding", unit="char") as bar, \
+                (encoder.sharing_cache() if num_workers > 1 else contextlib.nullcontext()), \
+                contextlib.closing(map_ordered(writer.encode, found, num_workers)) as results:
+            n_tokens, document_starts, n_bytes = collect(results, writer, fd, output, bar, problems, digests)
+        if self.sources is None:
+            return _Encoded(n_tokens, document_starts, digests, [], n_bytes, num_workers, str(problems))
+        ranges = [Chunk(source.path, 0, os.path.getsize(source.path)) for source in self.sources]
+        return _Encoded(n_tokens, document_starts, [digest.sha256.hexdigest() for digest in file_digests],
+                        ranges, sum(chunk.n_bytes for chunk in ranges), num_workers, str(problems))
 
 
 def _check_unchanged(paths, statuses) -> None:

@@ -156,6 +156,20 @@ class Encoder:
             return self._kernel.encode_texts(session, data, np.array([0, len(data)], dtype=np.int64),
                                              self._pattern_id(), *self._needles(allowed), out)[0]
 
+    def encode_utf8_texts(self, data: np.ndarray, offsets: np.ndarray, allowed: Sequence[str],
+                          out: Optional[np.ndarray] = None) -> tuple[np.ndarray, np.ndarray]:
+        """``(ids, id_offsets)`` of valid UTF-8 texts in one buffer (uint8), text t
+        at ``data[offsets[t]:offsets[t + 1]]`` (int64): one GIL-free kernel call,
+        no str per text (a Parquet column's buffers, as they are). With ``out``,
+        as ``encode_utf8``."""
+        if self.pipeline is not None or (self._native is None and self.pattern is not None):
+            bounds = offsets.tolist()
+            raw = data.tobytes()
+            return self.encode_strs([raw[a:b].decode("utf-8") for a, b in zip(bounds, bounds[1:])], allowed, out)
+        with self._session() as session:
+            return self._kernel.encode_texts(session, data, offsets, self._pattern_id(), *self._needles(allowed),
+                                             out)
+
     def encode_strs(self, texts: Sequence[str], allowed: Sequence[str],
                     out: Optional[np.ndarray] = None) -> tuple[np.ndarray, np.ndarray]:
         """``(ids, id_offsets)`` for str texts, converted to UTF-8 and encoded in one

@@ -38,3 +38,17 @@ class CorpusEncodeError(BpeError, OSError):
 class TokenArrayError(BpeError, ValueError):
     """A token array whose sidecar does not describe it (an interrupted or concurrent
     run, or a corrupt sidecar); names the file at fault."""
+
+
+class CorpusRecordError(BpeError, ValueError):
+    """A record of a corpus (a line of JSON Lines, a row of Parquet) that holds no
+    text where asked; names the file, the record and the field."""
+
+    def __init__(self, path: str, where: str, field: str, reason: str, skippable: bool = True):
+        self.path, self.where, self.field, self.reason = path, where, field, reason
+        self.skippable = skippable        # a record errors="replace" skips (not the file's schema)
+        hint = "; pass errors='replace' to skip such records (they are counted and reported)" if skippable else ""
+        super().__init__(f"{path}, {where}, field {field!r}: {reason}{hint}")
+
+    def __reduce__(self):
+        return type(self), (self.path, self.where, self.field, self.reason, self.skippable)

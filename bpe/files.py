@@ -17,27 +17,6 @@ PathLike = Union[str, bytes, "os.PathLike[str]"]
 ERRORS = ("strict", "replace")
 
 
-def resolve_inputs(inputs) -> list[str]:
-    """A path, a list of paths, or a directory (its ``*.txt`` files, sorted)."""
-    if isinstance(inputs, (str, bytes, os.PathLike)):
-        inputs = [inputs]
-    paths = []
-    for item in inputs:
-        path = os.fsdecode(item)
-        if os.path.isdir(path):
-            found = sorted(os.path.join(path, name) for name in os.listdir(path) if name.endswith(".txt"))
-            if not found:
-                raise FileNotFoundError(f"{path}: directory has no *.txt files")
-            paths.extend(found)
-        elif os.path.exists(path):
-            paths.append(path)
-        else:
-            raise FileNotFoundError(f"{path}: no such file")
-    if not paths:
-        raise ValueError("no input files given")
-    return paths
-
-
 def check_regular_files(paths: Iterable[str]) -> list[os.stat_result]:
     """The status of each input, refused unless it is a regular file whose size is
     what can be read (a FIFO or a /proc file would give nothing, silently)."""

@@ -23,7 +23,8 @@ from typing import Optional
 from bpe.chunking import Chunk, plan_chunks
 from bpe.encode_file import CHUNK_BYTES, encode_chunks, encoding_settings, ranges_fingerprint, separator_token
 from bpe.errors import TokenArrayError
-from bpe.files import atomic_write_text, resolve_inputs
+from bpe.files import atomic_write_text
+from bpe.sources import find_sources
 from bpe.token_array import MANIFEST_FORMAT, MANIFEST_NAME, check_dtype, open_tokens, read_metadata
 
 SHARD_BYTES = 256 << 20
@@ -67,23 +68,37 @@ class ShardsSummary:
 
 
 def plan_shards(tokenizer, inputs, *, shard_bytes: int = SHARD_BYTES, chunk_size: int = CHUNK_BYTES,
-                allowed_special="all") -> list[Shard]:
-    """The shards of ``inputs``: consecutive chunks, about ``shard_bytes`` each."""
+                allowed_special="all", recursive: bool = False, glob: Optional[str] = None) -> list[Shard]:
+    """The shards of ``inputs``: consecutive chunks, about ``shard_bytes`` each. A
+    file that is not plain text (JSON Lines, Parquet, compressed) cannot be cut
+    in place: it is one chunk, in a shard of such files only."""
     if shard_bytes < 1:
         raise ValueError(f"shard_bytes must be >= 1, got {shard_bytes}")
-    paths = resolve_inputs(inputs)
+    sources = find_sources(inputs, recursive=recursive, glob=glob).sources
     separator = separator_token(tokenizer, allowed_special)
-    chunks = plan_chunks(paths, chunk_size, list(tokenizer.special_tokens), tokenizer.pattern,
-                         snap_token=separator or "")
-    shards, current, size = [], [], 0
-    for chunk in chunks:
-        current.append(chunk)
-        size += chunk.n_bytes
-        if size >= shard_bytes:
+    shards, current, size, current_plain = [], [], 0, True
+
+    def close() -> None:
+        nonlocal current, size
+        if current:
             shards.append(Shard(len(shards), tuple(current)))
-            current, size = [], 0
-    if current:
-        shards.append(Shard(len(shards), tuple(current)))
+        current, size = [], 0
+
+    for source in sources:
+        if source.plain_text:
+            chunks = plan_chunks([source.path], chunk_size, list(tokenizer.special_tokens), tokenizer.pattern,
+                                 snap_token=separator or "")
+        else:
+            chunks = [Chunk(source.path, 0, os.path.getsize(source.path))]
+        if source.plain_text != current_plain:
+            close()
+            current_plain = source.plain_text
+        for chunk in chunks:
+            current.append(chunk)
+            size += chunk.n_bytes
+            if size >= shard_bytes:
+                close()
+    close()
     return shards
 
 
@@ -119,7 +134,8 @@ def is_current(directory: str, name: str, tokenizer_fingerprint: str, fingerprin
 def encode_shards(tokenizer, inputs, directory, *, shard_bytes: int = SHARD_BYTES, rank: int = 0,
                   world_size: int = 1, finalize: Optional[bool] = None, dtype=None,
                   num_workers: Optional[int] = None, allowed_special="all", errors: str = "strict",
-                  chunk_size: int = CHUNK_BYTES, progress: bool = False) -> ShardsSummary:
+                  chunk_size: int = CHUNK_BYTES, progress: bool = False, text_field: str = "text",
+                  recursive: bool = False, glob: Optional[str] = None) -> ShardsSummary:
     """Encode the shards of ``inputs`` that fall to ``rank`` (of ``world_size``) into
     ``directory``, skipping those already current; with ``finalize`` (the default
     for one rank), write the manifest once all shards are there."""
@@ -129,10 +145,10 @@ def encode_shards(tokenizer, inputs, directory, *, shard_bytes: int = SHARD_BYTE
     started = time.perf_counter()
     directory = os.fspath(directory)
     os.makedirs(directory, exist_ok=True)
-    settings = encoding_settings(tokenizer, dtype, allowed_special, errors)
+    settings = encoding_settings(tokenizer, dtype, allowed_special, errors, text_field)
     check_dtype(settings["dtype"], "dtype")
     shards = plan_shards(tokenizer, inputs, shard_bytes=shard_bytes, chunk_size=chunk_size,
-                         allowed_special=allowed_special)
+                         allowed_special=allowed_special, recursive=recursive, glob=glob)
     plan = write_plan(tokenizer, shards, directory, settings)
     written, skipped, bytes_in, tokens_out = [], [], 0, 0
     for shard, entry in zip(shards[rank::world_size], plan["shards"][rank::world_size]):
@@ -142,7 +158,7 @@ def encode_shards(tokenizer, inputs, directory, *, shard_bytes: int = SHARD_BYTE
             continue
         summary = encode_chunks(tokenizer, shard.chunks, os.path.join(directory, shard.name), dtype=dtype,
                                 num_workers=num_workers, allowed_special=allowed_special, errors=errors,
-                                progress=progress)
+                                progress=progress, text_field=text_field)
         written.append(shard.name)
         bytes_in += summary.bytes_in
         tokens_out += summary.tokens_out

@@ -430,23 +430,41 @@ class Tokenizer:
         return limit - len(pieces[-1]) - len(pieces[-2])
 
     def encode_file(self, inputs, output, *, dtype=None, num_workers: Optional[int] = None,
-                    allowed_special="all", errors: str = "strict", progress: bool = False):
-        """Encode text files into a flat token array readable with ``np.memmap``.
+                    allowed_special="all", errors: str = "strict", progress: bool = False,
+                    text_field: str = "text", recursive: bool = False, glob: Optional[str] = None):
+        """Encode corpus files into a flat token array readable with ``bpe.open_tokens``.
 
-        ``inputs``: a path, a list of paths, or a directory (its ``*.txt`` files,
-        sorted). Beside ``output`` go ``output.json`` (dtype, counts, n_vocab,
-        fingerprints) and ``output.docs.npy`` (uint64 token offsets where
-        documents start). The ids equal ``encode`` of each file's text for any
-        ``num_workers`` (None: one process per 32 MiB of input, up to the cores);
-        nothing is left at ``output`` unless the run completes. Returns an
-        ``EncodeSummary``. See ``bpe.encode_file``.
+        ``inputs``: a path, a list of paths, or a directory (its ``.txt``,
+        ``.jsonl`` and ``.parquet`` files, compressed or not, sorted;
+        ``recursive`` reads its subdirectories, ``glob`` picks files by a
+        pattern of their path). A text file's documents are separated by the
+        separator (the first special token) in its text; each record of JSON
+        Lines or Parquet (its ``text_field``, dotted for a nested field) is a
+        document, encoded as ``encode_ordinary`` encodes it, then the
+        separator. Beside ``output`` go ``output.json`` (dtype, counts,
+        n_vocab, fingerprints) and ``output.docs.npy`` (uint64 token offsets
+        where documents start). The ids are the same for any ``num_workers``
+        (threads; None: one per core); nothing is left at ``output`` unless
+        the run completes. Returns an ``EncodeSummary``.
         """
         # Imported here, as show's views are: loading a tokenizer and encoding text
         # need neither, and a fresh process would pay for their imports (30 ms).
         from bpe.encode_file import encode_file
 
         return encode_file(self, inputs, output, dtype=dtype, num_workers=num_workers,
-                           allowed_special=allowed_special, errors=errors, progress=progress)
+                           allowed_special=allowed_special, errors=errors, progress=progress,
+                           text_field=text_field, recursive=recursive, glob=glob)
+
+    def encode_documents(self, texts, output, *, dtype=None, num_workers: Optional[int] = None,
+                         errors: str = "strict", progress: bool = False, text_field: str = "text"):
+        """Encode Python texts into a token array as ``encode_file`` does records:
+        each text a document, ``encode_ordinary``'s ids then the separator.
+        ``texts``: an iterable of str (read once, lazily), or a Hugging Face
+        ``datasets.Dataset`` / ``IterableDataset`` (its ``text_field`` column)."""
+        from bpe.encode_file import encode_documents
+
+        return encode_documents(self, texts, output, dtype=dtype, num_workers=num_workers, errors=errors,
+                                progress=progress, text_field=text_field)
 
     def clear_cache(self) -> None:
         """Forget the pre-tokens encoded so far, releasing their memory. Encoding

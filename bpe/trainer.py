@@ -86,12 +86,19 @@ def train_from_counts(counts: PretokenCounts, vocab_size: int, special_tokens: S
 def train(input, vocab_size: int, special_tokens: Sequence[str] = (), *,
           pattern: Optional[str] = "gpt2", min_frequency: int = 1,
           num_workers: Optional[int] = None, errors: str = "strict",
-          progress: bool = False, chunk_size: Optional[int] = None) -> Tokenizer:
-    """Train a byte-level BPE tokenizer on UTF-8 text files.
+          progress: bool = False, chunk_size: Optional[int] = None, text_field: str = "text",
+          recursive: bool = False, glob: Optional[str] = None) -> Tokenizer:
+    """Train a byte-level BPE tokenizer on corpus files.
 
     Parameters
     ----------
-    input : path, list of paths, or directory (its ``*.txt`` files)
+    input : path, list of paths, or directory
+        Text (UTF-8), JSON Lines and Parquet files, compressed or not; a
+        directory's such files (its subdirectories' too with ``recursive``;
+        those matching ``glob`` when given). Each record of JSON Lines or
+        Parquet (its ``text_field``, dotted for a nested field) is a text of
+        its own: training on it equals training on a text file of the records
+        joined by a special token.
     vocab_size : int
         256 byte tokens + the special tokens + one token per merge.
     special_tokens : sequence of str
@@ -109,6 +116,8 @@ def train(input, vocab_size: int, special_tokens: Sequence[str] = (), *,
         tqdm progress bars for pre-tokenization and merges.
     chunk_size : int, optional
         Bytes per pre-tokenization task; only changes how work is shared.
+    text_field, recursive, glob
+        As for ``input`` above.
 
     >>> import bpe, tempfile, os
     >>> path = os.path.join(tempfile.mkdtemp(), "corpus.txt")
@@ -120,7 +129,8 @@ def train(input, vocab_size: int, special_tokens: Sequence[str] = (), *,
     _merges_wanted(vocab_size, special_tokens)
     _check_min_frequency(min_frequency)
     counts = count_pretokens(input, special_tokens, pattern=pattern, num_workers=num_workers,
-                             errors=errors, progress=progress, chunk_size=chunk_size)
+                             errors=errors, progress=progress, chunk_size=chunk_size, text_field=text_field,
+                             recursive=recursive, glob=glob)
     return train_from_counts(counts, vocab_size, special_tokens, min_frequency=min_frequency,
                              progress=progress)
 
@@ -128,8 +138,10 @@ def train(input, vocab_size: int, special_tokens: Sequence[str] = (), *,
 def train_from_iterator(texts: Iterable[str], vocab_size: int, special_tokens: Sequence[str] = (),
                         *, pattern: Optional[str] = "gpt2", min_frequency: int = 1,
                         num_workers: Optional[int] = None, errors: str = "strict",
-                        progress: bool = False) -> Tokenizer:
-    """Train on an iterable of texts (each a separate text: no pre-token spans two).
+                        progress: bool = False, text_field: str = "text") -> Tokenizer:
+    """Train on an iterable of texts (each a separate text: no pre-token spans two),
+    or on a Hugging Face ``datasets.Dataset`` / ``IterableDataset`` (its
+    ``text_field`` column).
 
     Options as in ``train``; ``errors`` applies to lone surrogates in the texts.
     """
@@ -138,6 +150,6 @@ def train_from_iterator(texts: Iterable[str], vocab_size: int, special_tokens: S
     _check_min_frequency(min_frequency)
     counts = count_pretokens_from_iterator(texts, special_tokens, pattern=pattern,
                                            num_workers=num_workers, errors=errors,
-                                           progress=progress)
+                                           progress=progress, text_field=text_field)
     return train_from_counts(counts, vocab_size, special_tokens, min_frequency=min_frequency,
                              progress=progress)

@@ -25,11 +25,11 @@ LAYERS = [
     "trainer",                                                       # training
     "tokenizer",                                                     # the tokenizer
     "shards",                                                        # sharded output
-    "encode_file", "chunk_writer", "counting", "dataset", "token_array",   # whole corpora
+    "encode_file", "document_writer", "chunk_writer", "counting", "dataset", "token_array",   # whole corpora
     "huggingface", "vocabulary", "encoder", "pretrained", "formats",  # encoding, files
     "pure", "view",                                                  # the oracle, seeing tokens
-    "chunking", "specials", "patterns", "onig", "files", "workers", "progress", "errors",   # rules, tools
-    "_train", "_rankfile", "_encode", "_lists", "_scanner", "unicode",   # kernels
+    "records", "sources", "chunking", "specials", "patterns", "onig", "files", "workers", "progress", "errors",   # rules, tools
+    "_train", "_rankfile", "_jsonl", "_encode", "_lists", "_scanner", "unicode",   # kernels
     "_shortcache", "_sharedgeneral", "_shortfilter", "_bytestable", "_pairranks", "_pairmap",    # kernel
     "_specials", "_utf8", "_checks", "_types", "_memory",                                      # headers
 ]
