@@ -22,6 +22,8 @@ cdef void* mem_calloc_huge(size_t size) noexcept nogil
 cdef void* mem_resize(void* block, size_t size) noexcept nogil
 # An id array handed to a caller, its memory kept for the next when freed (see bpe/_memory.pyx).
 cpdef object empty_written_once(Py_ssize_t n, object dtype)
+# A short call's ids: uint16 with ``narrow``, else uint32 (numpy's allocator).
+cdef object short_ids(Py_ssize_t n, bint narrow, void** data)
 cdef void mem_free(void* block) noexcept nogil
 cdef bint allocation_fails() noexcept nogil
 

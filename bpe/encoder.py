@@ -14,7 +14,7 @@ from typing import Iterator, Mapping, Optional, Sequence
 
 import numpy as np
 
-from bpe._encode import SHARED_CACHE_AVAILABLE, EncodeKernel, Session, SharedCache
+from bpe._encode import SHARED_CACHE_AVAILABLE, EncodeKernel, Session, SharedCache, ShortCalls
 from bpe._lists import PrebuiltInts, ids_to_list, ids_to_lists
 from bpe.formats import flatten
 from bpe.patterns import compile_pattern, native_pattern_id, regex_pretokens
@@ -64,6 +64,7 @@ class Encoder:
         self._shared_leases = 0       # sessions lent out that share it
         self._needles_made: dict = {}
         self._needles_last = (None, None)
+        self._short_calls: list = []
 
     @classmethod
     def from_tokens(cls, ids_by_bytes: Mapping[bytes, int], ranked_ids: Sequence[int],
@@ -97,6 +98,20 @@ class Encoder:
         exactly the two parts its merge joined."""
         return self._kernel.split_ranked(token_data, token_offsets)
 
+    def short_calls(self, ints: PrebuiltInts, specials: bool = True) -> Optional[ShortCalls]:
+        """A ``ShortCalls`` (short str in, a list of ``ints`` out, in one C call)
+        recognising every special token, or none; None where the kernel does not
+        encode text alone (a custom pattern, a Hugging Face pipeline).
+        ``clear_cache`` clears it too."""
+        if self._native is None or self.pipeline is not None:
+            return None
+        tokens = sorted(self.special_tokens) if specials else []
+        short = ShortCalls(self._kernel, self._native, *self._needles(tokens), ints)
+        with self._lock:
+            short.paused = self._sharing > 0
+            self._short_calls.append(short)
+        return short
+
     def _session(self) -> "_Lease":
         """Scratch buffers and a warm pre-token cache for one call: ``with
         self._session() as session``.
@@ -127,11 +142,15 @@ class Encoder:
             elif self._sharing == 0 and self._shared_leases == 0 and self._shared_cache.crowded():
                 self._shared_cache.clear()
             self._sharing += 1
+            for short in self._short_calls:
+                short.paused = True
         try:
             yield
         finally:
             with self._lock:
                 self._sharing -= 1
+                for short in self._short_calls:
+                    short.paused = self._sharing > 0
 
     def clear_cache(self) -> None:
         """Drop the pooled sessions: their pre-token caches and scratch buffers.
@@ -139,6 +158,8 @@ class Encoder:
         with self._lock:
             self._idle_sessions.clear()
             self._shared_cache = None
+            for short in self._short_calls:
+                short.clear()
 
     def encode_utf8(self, data, allowed: Sequence[str], out: Optional[np.ndarray] = None) -> np.ndarray:
         """The ids (uint32) of valid UTF-8 ``data`` (bytes-like), the ``allowed``

@@ -116,6 +116,8 @@ class Tokenizer:
         self._encoder_lock = threading.Lock()
         self._fingerprint: Optional[str] = None     # fingerprint(), once asked
         self._encoder: Optional[Encoder] = None
+        # The encoder's ShortCalls (every special token; none), once it is built.
+        self._short = self._short_ordinary = None
         #: The file this tokenizer was read from, if any (named in errors about its pattern).
         self.source = source
 
@@ -225,7 +227,17 @@ class Tokenizer:
                *(token_id for token_id in [*vocabulary.special_tokens.values(), *vocabulary.decode_as]
                  if token_id >= limit)]
         self._ints = PrebuiltInts(limit, far=far)   # set first: readers test _encoder alone
+        self._narrow = self.n_vocab <= 2**16           # before _short, which its readers test
+        self._short = encoder.short_calls(self._ints)
+        self._short_ordinary = encoder.short_calls(self._ints, specials=False)
         self._encoder = encoder
+
+    def _short_calls(self, ordinary: bool = False):
+        """The encoder's ``ShortCalls`` (every special token recognised, or with
+        ``ordinary`` none), the encoder built first; None where the kernel does
+        not encode text alone."""
+        self.encoder
+        return self._short_ordinary if ordinary else self._short
 
     def _to_list(self, ids: np.ndarray) -> list[int]:
         self.encoder
@@ -273,6 +285,12 @@ class Tokenizer:
         >>> bpe.load("gpt2").encode("naïve", offsets=True)
         ([2616, 38776], [0, 2])
         """
+        if allowed_special == "all" and not (disallowed_special or offsets or add_special_tokens):
+            short = self._short or self._short_calls()   # a short text, the default policy: one C call
+            if short is not None:
+                ids = short(text)
+                if ids is not None:
+                    return ids
         ids = self._encode_list(text, self._allowed(allowed_special, disallowed_special, text))
         if add_special_tokens:
             ids = self._post_processed(ids)
@@ -287,11 +305,22 @@ class Tokenizer:
 
     def encode_ordinary(self, text: str) -> list[int]:
         """The ids of ``text`` with special-token strings read as ordinary text."""
+        short = self._short_ordinary or self._short_calls(ordinary=True)
+        if short is not None:
+            ids = short(text)
+            if ids is not None:
+                return ids
         return self._encode_list(text, [])
 
     def encode_to_numpy(self, text: str, *, dtype=None, allowed_special="all",
                         disallowed_special=(), add_special_tokens: bool = False) -> np.ndarray:
         """The ids as a numpy array: uint16 when every id fits, else uint32 (or ``dtype``)."""
+        if dtype is None and allowed_special == "all" and not (disallowed_special or add_special_tokens):
+            short = self._short or self._short_calls()
+            if short is not None:
+                ids = short.to_array(text, self._narrow)
+                if ids is not None:
+                    return ids
         ids = self._encode_array(text, self._allowed(allowed_special, disallowed_special, text))
         if add_special_tokens and self._pipeline is not None and (self._pipeline.prefix or self._pipeline.suffix):
             ids = np.concatenate([np.array(self._pipeline.prefix, np.uint32), ids,
@@ -557,6 +586,8 @@ class Tokenizer:
         state["_vocab"] = None                                  # a view, made again on demand
         state.pop("_every_special", None)
         state.pop("_ints", None)
+        for name in ("_short", "_short_ordinary", "_narrow"):
+            state.pop(name, None)
         del state["_encoder_lock"]
         return state
 
@@ -567,6 +598,7 @@ class Tokenizer:
         self._encoder_lock = threading.Lock()
         self._fingerprint = fingerprint            # the sender's, of the same contents
         self._encoder = None
+        self._short = self._short_ordinary = None
         if encoder_state is not None:
             self._set_encoder(_shared_encoder(fingerprint, encoder_state))
 

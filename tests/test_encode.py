@@ -482,8 +482,9 @@ def test_lists_hold_one_reference_per_id(monkeypatch, one_call_chars, immortal):
     # left other counts in the memory it reuses). Immortal ones: no list
     # counts its references, so the counts stay put while lists are built and
     # fall by one for each reference a list lets go of, from a start no
-    # program can bring to zero. With one_call_chars 0, encode takes
-    # ids_to_lists for every text; else its one-call path (_lists.ids_list).
+    # program can bring to zero. With one_call_chars 0 (and no short calls),
+    # encode takes ids_to_lists for every text; else its one-call path
+    # (_lists.ids_list), through ShortCalls for the short texts.
     import gc
     import sys
 
@@ -493,6 +494,7 @@ def test_lists_hold_one_reference_per_id(monkeypatch, one_call_chars, immortal):
     tok = bpe.load("gpt2")
     tok.encoder                       # built first: building it sets the prebuilt ints
     monkeypatch.setattr(tok, "_ints", PrebuiltInts(tok.n_vocab, immortal))   # the loaded tokenizer is shared
+    monkeypatch.setattr(tok, "_short", tok.encoder.short_calls(tok._ints) if one_call_chars else None)
     assert tok._ints.immortal == (immortal and sys.version_info < (3, 12))
     texts = [" hello world" * 50, "", " unique tokens: supercalifragilistic", " world hello" * 7,
              " hello unique world" * 3000]

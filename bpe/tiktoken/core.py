@@ -132,11 +132,25 @@ class Encoding:
 
     def encode(self, text: str, *, allowed_special: SpecialSet = set(),  # noqa: B006
                disallowed_special: Union[Literal["all"], Collection[str]] = "all") -> list[int]:
+        if disallowed_special == "all" and not allowed_special:
+            # tiktoken's default, on short text: one C call, which hands text
+            # holding a special token (to be refused) back to the general path.
+            short = self._tokenizer._short or self._tokenizer._short_calls()
+            if short is not None:
+                ids = short(text, True)
+                if ids is not None:
+                    return ids
         allowed = self._policy(text, allowed_special, disallowed_special)
         return self._tokenizer.encode(text, allowed_special=set(allowed), disallowed_special=())
 
     def encode_to_numpy(self, text: str, *, allowed_special: SpecialSet = set(),  # noqa: B006
                         disallowed_special: Union[Literal["all"], Collection[str]] = "all") -> np.ndarray:
+        if disallowed_special == "all" and not allowed_special:
+            short = self._tokenizer._short or self._tokenizer._short_calls()   # as in ``encode``
+            if short is not None:
+                ids = short.to_array(text, False, True)
+                if ids is not None:
+                    return ids
         allowed = self._policy(text, allowed_special, disallowed_special)
         return self._tokenizer.encode_to_numpy(text, dtype=np.uint32, allowed_special=set(allowed),
                                                disallowed_special=())

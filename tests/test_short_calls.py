@@ -1,0 +1,146 @@
+"""``bpe._encode.ShortCalls``: a short str's ids in one C call, for ``encode``,
+``encode_ordinary``, ``encode_to_numpy`` and tiktoken's ``Encoding.encode``
+with their default special-token policies. Each test forces the short path and
+checks it against the general one (texts too long for it, or another policy)
+and against tiktoken."""
+import gc
+import threading
+
+import hypothesis.strategies as st
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+import bpe
+import bpe.tiktoken as front_door
+from bpe._encode import SHORT_CALL_CHARS
+
+from tiktoken_reference import get_encoding
+
+NAMES = ["gpt2", "cl100k_base", "o200k_base"]
+SPECIAL = "<|endoftext|>"
+texts = st.lists(st.one_of(st.sampled_from(["<|endoftext|>", "<|endoftext", "'s", " ", "\n", "é", "日本", "👍"]),
+                           st.characters(exclude_categories=("Cs",))), max_size=40).map("".join)
+
+
+def general(tok, text, **policy):
+    """The ids by the general path: ``allowed_special`` as a set is not the
+    default, so ``encode`` takes it."""
+    return tok.encode(text, allowed_special=set(tok.special_tokens) if not policy else policy["allowed"])
+
+
+@pytest.fixture(scope="module", params=NAMES)
+def pair(request):
+    tok = bpe.load(request.param)
+    tok.encode("warm")                              # builds the encoder, and its ShortCalls
+    assert tok._short is not None and tok._short_ordinary is not None
+    return tok, get_encoding(request.param), front_door.get_encoding(request.param)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=texts)
+def test_short_calls_equal_the_general_path_and_tiktoken(pair, text):
+    tok, reference, encoding = pair
+    expected = reference.encode(text, allowed_special="all")
+    assert tok._short(text) == expected == general(tok, text)
+    assert tok.encode(text) == expected
+    assert tok.encode_ordinary(text) == reference.encode_ordinary(text) == tok._short_ordinary(text)
+    array = tok.encode_to_numpy(text)
+    assert array.dtype == tok.token_dtype() and array.tolist() == expected
+    if SPECIAL in text:
+        with pytest.raises(ValueError, match="disallowed special token"):
+            encoding.encode(text)
+        with pytest.raises(ValueError, match="disallowed special token"):
+            encoding.encode_to_numpy(text)
+        assert tok._short(text, True) is None
+    else:
+        assert encoding.encode(text) == reference.encode(text)
+        wide = encoding.encode_to_numpy(text)
+        assert wide.dtype == np.uint32 and wide.tolist() == reference.encode(text)
+
+
+@pytest.mark.parametrize("extra", [-1, 0, 1])
+def test_the_longest_short_text_and_one_past_it(pair, extra):
+    tok, reference, _ = pair
+    text = ("ab é 日本 " * SHORT_CALL_CHARS)[:SHORT_CALL_CHARS + extra]
+    assert (tok._short(text) is None) == (extra > 0)
+    assert tok.encode(text) == reference.encode(text) == general(tok, text)
+    assert tok.encode_to_numpy(text).tolist() == reference.encode(text)
+
+
+def test_what_is_not_a_str_takes_the_general_path(pair):
+    tok = pair[0]
+
+    class Text(str):
+        pass
+
+    assert tok._short(b"bytes") is None and tok._short(None) is None
+    assert tok.encode(Text("a subclass")) == tok.encode("a subclass")
+    with pytest.raises(TypeError):
+        tok.encode(b"bytes")
+
+
+def test_a_call_made_while_one_is_running_takes_the_general_path():
+    # A garbage collection during a call (the ids' list is being made) runs a
+    # callback that encodes with the same tokenizer: the running call holds the
+    # session, so the inner one must take the general path, and both be right.
+    # With a threshold of 1 and one tracked object kept before each call, the
+    # list the call makes is the allocation that starts a collection.
+    tok, reference = bpe.load("gpt2"), get_encoding("gpt2")
+    tok.encode("x")
+    inner, kept = [], []
+
+    def encode_during_collection(phase, info):
+        if phase == "start" and len(inner) < 50:
+            inner.append((tok._short("inside a collection"), tok.encode("inside a collection")))
+
+    threshold = gc.get_threshold()
+    gc.callbacks.append(encode_during_collection)
+    gc.set_threshold(1)
+    try:
+        outer = []
+        for i in range(200):
+            kept.append([])
+            outer.append(tok.encode(f"text {i} outside"))
+    finally:
+        gc.set_threshold(*threshold)
+        gc.callbacks.remove(encode_during_collection)
+    assert any(short is None for short, _ in inner), "no call found the session busy"
+    assert all(ids == reference.encode("inside a collection") for _, ids in inner)
+    assert outer == [reference.encode(f"text {i} outside") for i in range(200)]
+
+
+def test_threads_share_the_short_calls_and_stay_exact():
+    tok, reference = bpe.load("o200k_base"), get_encoding("o200k_base")
+    sentences = [f"Thread {i}: naïve café, 日本語 {i * 7} <|endoftext|> it's" for i in range(64)]
+    expected = [reference.encode(s, allowed_special="all") for s in sentences]
+    failures = []
+
+    def run():
+        for _ in range(50):
+            if [tok.encode(s) for s in sentences] != expected:
+                failures.append(1)
+
+    threads = [threading.Thread(target=run) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not failures
+
+
+def test_clear_cache_empties_the_short_calls_session():
+    gpt2 = bpe.load("gpt2")
+    tok = bpe.Tokenizer(gpt2.vocab, gpt2.merges, gpt2.special_tokens, pattern=gpt2.pattern)
+    ids = tok.encode("a short text, cached by its session")
+    assert tok._short.cached_pieces > 0
+    tok.clear_cache()
+    assert tok._short.cached_pieces == 0
+    assert tok.encode("a short text, cached by its session") == ids
+
+
+def test_patterns_and_pipelines_the_kernel_cannot_run_alone_have_no_short_calls():
+    gpt2 = bpe.load("gpt2")
+    custom = bpe.Tokenizer(gpt2.vocab, gpt2.merges, gpt2.special_tokens, pattern=r"\w+|\W")
+    assert custom.encode("hello world") == gpt2.encode("hello") + gpt2.encode(" ") + gpt2.encode("world")
+    assert custom._short is None and custom._short_ordinary is None
