@@ -11,8 +11,10 @@ Two ways of calling, both reported:
   gigatoken's encode_batch, an awkward array), and tiktoken's
   encode_ordinary_batch on one thread (lists);
 * per document (``--per-document``): ``encode(doc)`` for each document, as users
-  call it, ids as each library returns them, against gigatoken, tiktoken and
-  Hugging Face tokenizers (the last on the first --hf-mb MB only: it is slow).
+  call it, lists against lists (bpe's ``encode``, gigatoken's
+  ``encode(doc).tolist()``, tiktoken's ``encode``, Hugging Face's
+  ``encode(doc).ids``, the last on the first --hf-mb MB only: it is slow) and
+  numpy against numpy (bpe's ``encode_to_numpy``, gigatoken's ``encode``).
 
     python benchmarks/bench_per_core.py --corpus ~/.cache/bpe-corpora/prose_en.txt --mb 10 --json benchmarks/results/per_core_batch.jsonl
     python benchmarks/bench_per_core.py --corpus ~/.cache/bpe-corpora/prose_en.txt --mb 10 --per-document --json benchmarks/results/per_core.jsonl
@@ -83,13 +85,18 @@ def per_document(name: str, tok: bpe.Tokenizer, documents: list, mb: float, roun
         size += len(document.encode("utf-8"))
     hf_size = size / 1e6
     expected = [reference.encode(document, disallowed_special=()) for document in documents]
+    # Like with like: lists against lists, numpy arrays against numpy arrays.
     engines = {
-        "bpe": (lambda: (tok.clear_cache(), tok)[1], lambda t, d: t.encode(d, allowed_special=set()), documents, mb),
-        "gigatoken": (make_giga, lambda g, d: g.encode(d).tolist(), documents, mb),
-        "tiktoken": (lambda: fresh_tiktoken(name, reference), lambda e, d: e.encode(d, disallowed_special=()),
-                     documents, mb),
-        "HF tokenizers": (lambda: tokenizers.Tokenizer.from_file(hf_path), lambda h, d: h.encode(d).ids,
-                          hf_documents, hf_size),
+        "bpe encode (list)": (lambda: (tok.clear_cache(), tok)[1], lambda t, d: t.encode(d, allowed_special=set()),
+                              documents, mb),
+        "gigatoken encode().tolist() (list)": (make_giga, lambda g, d: g.encode(d).tolist(), documents, mb),
+        "bpe encode_to_numpy (numpy)": (lambda: (tok.clear_cache(), tok)[1],
+                                        lambda t, d: t.encode_to_numpy(d, allowed_special=set()), documents, mb),
+        "gigatoken encode (numpy)": (make_giga, lambda g, d: g.encode(d), documents, mb),
+        "tiktoken encode (list)": (lambda: fresh_tiktoken(name, reference),
+                                   lambda e, d: e.encode(d, disallowed_special=()), documents, mb),
+        "HF tokenizers encode().ids (list)": (lambda: tokenizers.Tokenizer.from_file(hf_path),
+                                              lambda h, d: h.encode(d).ids, hf_documents, hf_size),
     }
     best = {(engine, kind): float("inf") for engine in engines for kind in ("cold", "warm")}
     for _ in range(rounds):
@@ -100,7 +107,7 @@ def per_document(name: str, tok: bpe.Tokenizer, documents: list, mb: float, roun
                 start = time.perf_counter()
                 ids = [call(instance, document) for document in docs]
                 best[engine, kind] = min(best[engine, kind], time.perf_counter() - start)
-                assert ids == expected[:len(docs)], (engine, name)
+                assert [np.asarray(i).tolist() for i in ids] == expected[:len(docs)], (engine, name)
     return {engine: {kind: engines[engine][3] / best[engine, kind] for kind in ("cold", "warm")}
             for engine in engines}
 
@@ -123,8 +130,8 @@ def main() -> None:
               f"{args.hf_mb:g} MB)")
         for name in ("gpt2", "cl100k_base", "o200k_base"):
             rates = per_document(name, bpe.load(name), documents, mb, args.rounds, args.hf_mb)
-            print(f"{name:<12} " + "  ".join(f"{engine} {rate['cold']:.0f} / {rate['warm']:.0f}"
-                                            for engine, rate in rates.items()), flush=True)
+            for engine, rate in rates.items():
+                print(f"{name:<12} {engine:<36} {rate['cold']:5.0f} / {rate['warm']:.0f}", flush=True)
             if args.json:
                 with open(args.json, "a", encoding="utf-8") as f:
                     f.write(json.dumps({"encoding": name, "corpus": os.path.basename(args.corpus), "mb": mb,

@@ -1859,6 +1859,34 @@ cdef class EncodeKernel:
         finally:
             release_output(scratch)
 
+    def encode_str_to_array(self, Session session, object text, int pattern, tuple needles,
+                            const out_id_t[::1] needle_ids, bint narrow):
+        """``encode_str_to_list``, the ids as a numpy array of exactly their
+        number, uint16 with ``narrow`` (every id must fit), else uint32: what
+        ``Tokenizer.encode_to_numpy`` returns for a document. The general path's
+        array, sized for the worst case (an id per byte), was fresh memory the
+        kernel faulted in, call after call: a fifth of a cold encode of prose."""
+        cdef Scratch* scratch = session.ready()
+        cdef const void* source
+        cdef Py_ssize_t n_points
+        cdef int kind
+        cdef const uint8_t* start
+        cdef int64_t length
+        cdef offset_t id_offsets[2]
+        cdef int reserved
+        if not isinstance(text, str):
+            raise TypeError(f"text is {type(text).__name__}, not str")
+        str_parts(text, &source, &n_points, &kind)
+        try:
+            with nogil:
+                reserved = utf8_of_strs(&scratch.text, 1, &source, &n_points, &kind, &start, &length)
+            if reserved < 0:
+                raise MemoryError()
+            self._encode_checked(scratch, 1, &start, &length, pattern, needles, needle_ids, id_offsets)
+            return ids_array(&scratch.out, narrow)
+        finally:
+            release_output(scratch)
+
     def encode_pieces(self, Session session, pieces):
         """The ids of a list of pre-tokens (bytes), for patterns the native scanners lack."""
         cdef Scratch* scratch = session.ready()
@@ -1917,6 +1945,20 @@ cdef class EncodeKernel:
         finally:
             mem_free(out.data)
             scratch_free(&scratch)
+
+
+cdef object ids_array(const Ids* ids, bint narrow):
+    """A numpy array of exactly ``ids``, uint16 with ``narrow`` (every id must
+    fit), else uint32: a call's ids, copied out of its session's buffer."""
+    cdef void* data
+    cdef Py_ssize_t k
+    out = short_ids(ids.size, narrow, &data)
+    if narrow:
+        for k in range(ids.size):
+            (<uint16_t*>data)[k] = <uint16_t>ids.data[k]
+    elif ids.size:
+        memcpy(data, ids.data, ids.size * sizeof(out_id_t))
+    return out
 
 
 cdef object ids_to_array(const Ids* ids):
@@ -2018,8 +2060,6 @@ cdef class ShortCalls:
     def to_array(self, object text, bint narrow, bint refuse_specials=False):
         """``__call__``'s ids as a numpy array: uint16 with ``narrow`` (every id
         must fit), else uint32."""
-        cdef Py_ssize_t k, n
-        cdef void* data
         if self.busy or self.paused or not isinstance(text, str) or PyUnicode_GET_LENGTH(text) > SHORT_CALL_CHARS:
             return None
         session = self.session
@@ -2028,14 +2068,7 @@ cdef class ShortCalls:
         try:
             if not self._encode(scratch, text, refuse_specials):
                 return None
-            n = scratch.out.size
-            out = short_ids(n, narrow, &data)
-            if narrow:
-                for k in range(n):
-                    (<uint16_t*>data)[k] = <uint16_t>scratch.out.data[k]
-            else:
-                memcpy(data, scratch.out.data, n * sizeof(out_id_t))
-            return out
+            return ids_array(&scratch.out, narrow)
         finally:
             release_output(scratch)
             self.busy = False

@@ -16,6 +16,7 @@ import numpy as np
 
 from bpe._encode import SHARED_CACHE_AVAILABLE, EncodeKernel, Session, SharedCache, ShortCalls
 from bpe._lists import PrebuiltInts, ids_to_list, ids_to_lists
+from bpe._memory import empty_written_once
 from bpe.formats import flatten
 from bpe.patterns import compile_pattern, native_pattern_id, regex_pretokens
 from bpe.specials import special_spans, split_special
@@ -218,6 +219,22 @@ class Encoder:
         with self._session() as session:
             return self._kernel.encode_str_to_list(session, text, self._native, *self._needles(allowed),
                                                    ints)
+
+    def encode_to_array(self, text: str, allowed: Sequence[str], narrow: bool) -> np.ndarray:
+        """The ids of one str as a numpy array of exactly their number, uint16
+        with ``narrow`` (every id must fit), else uint32: a document's worth of
+        text in one kernel call into the session's buffer; a longer text (or
+        one the kernel does not encode alone) by ``encode_strs``."""
+        if self._native is None or len(text) > ONE_CALL_CHARS or (
+                self.pipeline is not None and not self._kernel_may_encode(text, allowed)):
+            ids = self.encode_strs([text], allowed)[0]
+            if not narrow:
+                return ids
+            out = empty_written_once(ids.size, np.uint16)     # not astype's: see bpe/_memory.pyx
+            out[...] = ids
+            return out
+        with self._session() as session:
+            return self._kernel.encode_str_to_array(session, text, self._native, *self._needles(allowed), narrow)
 
     def encode_strs_to_lists(self, texts: Sequence[str], allowed: Sequence[str], ints: PrebuiltInts) -> list:
         """The ids of each str as a list of the prebuilt ``ints``: ``encode_strs``

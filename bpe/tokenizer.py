@@ -321,11 +321,15 @@ class Tokenizer:
                 ids = short.to_array(text, self._narrow)
                 if ids is not None:
                     return ids
-        ids = self._encode_array(text, self._allowed(allowed_special, disallowed_special, text))
-        if add_special_tokens and self._pipeline is not None and (self._pipeline.prefix or self._pipeline.suffix):
+        allowed = self._allowed(allowed_special, disallowed_special, text)
+        dtype = self.token_dtype(dtype)
+        added = add_special_tokens and self._pipeline is not None and (self._pipeline.prefix or self._pipeline.suffix)
+        if not added and dtype in (np.uint16, np.uint32):
+            return self.encoder.encode_to_array(text, allowed, dtype == np.uint16)
+        ids = self._encode_array(text, allowed)
+        if added:
             ids = np.concatenate([np.array(self._pipeline.prefix, np.uint32), ids,
                                   np.array(self._pipeline.suffix, np.uint32)])
-        dtype = self.token_dtype(dtype)
         if ids.dtype == dtype:
             return ids
         out = empty_written_once(ids.size, dtype)      # not astype's: see bpe/_memory.pyx

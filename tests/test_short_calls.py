@@ -1,8 +1,8 @@
-"""``bpe._encode.ShortCalls``: a short str's ids in one C call, for ``encode``,
-``encode_ordinary``, ``encode_to_numpy`` and tiktoken's ``Encoding.encode``
-with their default special-token policies. Each test forces the short path and
-checks it against the general one (texts too long for it, or another policy)
-and against tiktoken."""
+"""One str per call: ``bpe._encode.ShortCalls`` (a short str's ids in one C
+call, for ``encode``, ``encode_ordinary``, ``encode_to_numpy`` and tiktoken's
+``Encoding.encode`` with their default special-token policies) and a
+document's array (``EncodeKernel.encode_str_to_array``). Each test forces its
+path and checks it against the general one and against tiktoken."""
 import gc
 import threading
 
@@ -15,6 +15,7 @@ import bpe
 import bpe.tiktoken as front_door
 from bpe._encode import SHORT_CALL_CHARS
 
+from conftest import SHAKESPEARE
 from tiktoken_reference import get_encoding
 
 NAMES = ["gpt2", "cl100k_base", "o200k_base"]
@@ -144,3 +145,21 @@ def test_patterns_and_pipelines_the_kernel_cannot_run_alone_have_no_short_calls(
     custom = bpe.Tokenizer(gpt2.vocab, gpt2.merges, gpt2.special_tokens, pattern=r"\w+|\W")
     assert custom.encode("hello world") == gpt2.encode("hello") + gpt2.encode(" ") + gpt2.encode("world")
     assert custom._short is None and custom._short_ordinary is None
+
+
+@pytest.mark.parametrize("one_call_chars", [0, 3000])
+@pytest.mark.parametrize("length", [10, 2000, 50_000])
+def test_encode_to_numpy_of_a_document_in_every_dtype(pair, monkeypatch, one_call_chars, length):
+    # A document (past the short calls) is encoded into the session's buffer
+    # and copied out at its exact size in the dtype asked for; past
+    # ONE_CALL_CHARS (forced low here) it takes the general path. Every dtype
+    # and path gives the list's ids.
+    tok, reference, _ = pair
+    monkeypatch.setattr(bpe.encoder, "ONE_CALL_CHARS", one_call_chars)
+    text = (open(SHAKESPEARE, encoding="utf-8").read(length) + " <|endoftext|> naïve 日本")[-length:]
+    expected = reference.encode(text, allowed_special="all")
+    for dtype in (None, np.uint16, np.uint32, np.int64):
+        if dtype is np.uint16 and tok.n_vocab > 2**16:
+            continue
+        ids = tok.encode_to_numpy(text, dtype=dtype, allowed_special=set(tok.special_tokens))
+        assert ids.dtype == tok.token_dtype(dtype) and ids.tolist() == expected, dtype
