@@ -1,0 +1,60 @@
+"""The CPUs bpe installs on, beyond the one the tests run on.
+
+The scanners pick a block classifier at run time (AVX-512, AVX2, SSE2 on
+x86-64; NEON on arm64). The other tests force each path this CPU runs; these
+run the package on CPUs emulated by Debian's qemu-user, where the default
+choice and the absence of instructions the CPU lacks are what is tested:
+
+* ``qemu-x86_64 -cpu SandyBridge`` (AVX, no AVX2) and ``-cpu Haswell`` (AVX2,
+  no AVX-512) run ``tests/cpu_check.py``: scanners against ``regex``, encoding
+  against tiktoken, a training against ``bpe.pure``, and the path chosen;
+* ``tests/classify_check.c``, cross-compiled for aarch64 and run under
+  ``qemu-aarch64``, checks the NEON classifier against the portable one (the
+  package itself is not run on arm64 here: docs/usage.md says what is not).
+
+``.ci/run`` installs qemu-user and gcc-aarch64-linux-gnu; without them these
+tests are skipped, saying so.
+"""
+import os
+import platform
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+TESTS = os.path.dirname(os.path.abspath(__file__))
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64" or shutil.which("qemu-x86_64") is None,
+                    reason="needs an x86-64 machine and qemu-x86_64 (Debian's qemu-user)")
+@pytest.mark.parametrize("cpu, path", [("SandyBridge", "sse2"), ("Haswell", "avx2")])
+def test_exact_on_an_emulated_cpu_with_its_default_path(cpu, path):
+    out = subprocess.run(["qemu-x86_64", "-cpu", cpu, sys.executable, os.path.join(TESTS, "cpu_check.py"), path],
+                         capture_output=True, text=True, timeout=1800)
+    assert out.returncode == 0 and out.stdout.split() == ["ok", path], (out.stdout[-2000:], out.stderr[-3000:])
+
+
+def compile_and_run(tmp_path, compiler: list, runner: list) -> list[str]:
+    binary = str(tmp_path / "classify_check")
+    subprocess.run([*compiler, "-O2", "-Wall", "-Werror", os.path.join(TESTS, "classify_check.c"), "-o", binary],
+                   check=True, capture_output=True, text=True)
+    out = subprocess.run([*runner, binary], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout[-2000:]
+    return out.stdout.split()
+
+
+@pytest.mark.skipif(shutil.which("aarch64-linux-gnu-gcc") is None or shutil.which("qemu-aarch64") is None,
+                    reason="needs aarch64-linux-gnu-gcc and qemu-aarch64 (Debian's gcc-aarch64-linux-gnu, qemu-user)")
+def test_the_neon_classifier_equals_the_portable_one(tmp_path):
+    assert compile_and_run(tmp_path, ["aarch64-linux-gnu-gcc", "-static"], ["qemu-aarch64"]) == ["neon", "81921"]
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64" or shutil.which("gcc") is None,
+                    reason="the x86-64 classifiers need an x86-64 machine and gcc")
+def test_every_x86_classifier_this_cpu_runs_equals_the_portable_one(tmp_path):
+    from bpe import _scanner
+
+    found = compile_and_run(tmp_path, ["gcc"], [])
+    expected = [path for path in ("sse2", "avx2", "avx512") if path in _scanner.simd_paths()]
+    assert found == [word for path in expected for word in (path, "81921")]
