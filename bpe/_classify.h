@@ -16,6 +16,8 @@
 
 #include <stdint.h>
 
+#include "_portable.h"
+
 typedef struct {
     uint64_t upper;   /* A-Z */
     uint64_t lower;   /* a-z */
@@ -31,7 +33,7 @@ typedef struct {
 typedef void (*classify_fn)(const uint8_t *p, ClassMasks *out);
 
 /* The index of the lowest set bit of a non-zero word. */
-static inline int trailing_zeros(uint64_t x) { return __builtin_ctzll(x); }
+static inline int trailing_zeros(uint64_t x) { return bpe_ctz64(x); }
 
 /* The number of set bits, by adding neighbours' counts in ever wider fields:
  * __builtin_popcountll is a call to libgcc where the build may not assume the
@@ -44,7 +46,7 @@ static inline int count_bits(uint64_t x) {
 }
 
 /* The number of zero bits above the highest set bit of a non-zero word. */
-static inline int leading_zeros(uint64_t x) { return __builtin_clzll(x); }
+static inline int leading_zeros(uint64_t x) { return bpe_clz64(x); }
 
 enum { CLASSIFY_SCALAR = 0, CLASSIFY_SSE2 = 1, CLASSIFY_AVX2 = 2, CLASSIFY_NEON = 3, CLASSIFY_AVX512 = 4 };
 
@@ -123,19 +125,19 @@ static void classify_sse2(const uint8_t *p, ClassMasks *out) {
     *out = m;
 }
 
-__attribute__((target("avx2")))
+BPE_TARGET("avx2")
 static inline uint64_t in_range_avx2(__m256i v, uint8_t lo, uint8_t width) {
     __m256i shifted = _mm256_add_epi8(v, _mm256_set1_epi8((char)(0x80 - lo)));
     __m256i inside = _mm256_cmpgt_epi8(_mm256_set1_epi8((char)(0x80 + width)), shifted);
     return (uint32_t)_mm256_movemask_epi8(inside);
 }
 
-__attribute__((target("avx2")))
+BPE_TARGET("avx2")
 static inline uint64_t equal_avx2(__m256i v, uint8_t byte) {
     return (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, _mm256_set1_epi8((char)byte)));
 }
 
-__attribute__((target("avx2")))
+BPE_TARGET("avx2")
 static void classify_avx2(const uint8_t *p, ClassMasks *out) {
     __m256i a = _mm256_loadu_si256((const __m256i *)p);
     __m256i b = _mm256_loadu_si256((const __m256i *)(p + 32));
@@ -156,7 +158,7 @@ static void classify_avx2(const uint8_t *p, ClassMasks *out) {
  * and `slash` stay empty. A byte or'ed with 0x20 is a lower-case letter
  * exactly when the byte is a letter. About a third fewer instructions than
  * classify_avx2. */
-__attribute__((target("avx2")))
+BPE_TARGET("avx2")
 static void classify_avx2_gpt2(const uint8_t *p, ClassMasks *out) {
     __m256i a = _mm256_loadu_si256((const __m256i *)p);
     __m256i b = _mm256_loadu_si256((const __m256i *)(p + 32));
@@ -177,7 +179,7 @@ static void classify_avx2_gpt2(const uint8_t *p, ClassMasks *out) {
  * Excavator): so the AVX2 path spreads with them. tzcnt of no bit is 64, a
  * junk lane past the last start, so the word needs no guard bit; blsr and
  * popcnt are one instruction each where the portable loop takes two and twelve. */
-__attribute__((target("bmi,popcnt")))
+BPE_TARGET("bmi,popcnt")
 static intptr_t spread_bmi(uint64_t bits, intptr_t base, intptr_t *out) {
     intptr_t count = (intptr_t)_mm_popcnt_u64(bits);
     intptr_t k = 0;
@@ -193,18 +195,18 @@ static intptr_t spread_bmi(uint64_t bits, intptr_t base, intptr_t *out) {
 
 /* AVX-512BW compares all 64 bytes at once into a mask register: no movemask,
  * no halves to join. */
-__attribute__((target("avx512f,avx512bw")))
+BPE_TARGET("avx512f,avx512bw")
 static inline uint64_t in_range_avx512(__m512i v, uint8_t lo, uint8_t width) {
     return (uint64_t)_mm512_cmplt_epu8_mask(_mm512_sub_epi8(v, _mm512_set1_epi8((char)lo)),
                                             _mm512_set1_epi8((char)width));
 }
 
-__attribute__((target("avx512f,avx512bw")))
+BPE_TARGET("avx512f,avx512bw")
 static inline uint64_t equal_avx512(__m512i v, uint8_t byte) {
     return (uint64_t)_mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8((char)byte));
 }
 
-__attribute__((target("avx512f,avx512bw")))
+BPE_TARGET("avx512f,avx512bw")
 static void classify_avx512(const uint8_t *p, ClassMasks *out) {
     __m512i v = _mm512_loadu_si512((const void *)p);
     out->upper = in_range_avx512(v, 'A', 26);
@@ -221,7 +223,7 @@ static void classify_avx512(const uint8_t *p, ClassMasks *out) {
 /* VBMI2 compresses the set bits' indices (bytes 0 to 63) to the front in one
  * instruction; each 8 of them are widened to 64 bits and offset by base, and
  * the next 8 moved down by a permute (VBMI), in registers throughout. */
-__attribute__((target("avx512f,avx512bw,avx512vbmi,avx512vbmi2,popcnt")))
+BPE_TARGET("avx512f,avx512bw,avx512vbmi,avx512vbmi2,popcnt")
 static intptr_t spread_avx512(uint64_t bits, intptr_t base, intptr_t *out) {
     static const uint8_t iota[128] = {
         0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21,
@@ -284,14 +286,14 @@ static inline int classify_supported(int path) {
     case CLASSIFY_SSE2:
         return 1;   /* part of x86-64 itself */
     case CLASSIFY_AVX2:
-        __builtin_cpu_init();
-        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi")
-               && __builtin_cpu_supports("popcnt");
+        BPE_CPU_INIT();
+        return BPE_CPU_SUPPORTS("avx2") && BPE_CPU_SUPPORTS("bmi")
+               && BPE_CPU_SUPPORTS("popcnt");
     case CLASSIFY_AVX512:
-        __builtin_cpu_init();
-        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")
-               && __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512vbmi2")
-               && __builtin_cpu_supports("popcnt");
+        BPE_CPU_INIT();
+        return BPE_CPU_SUPPORTS("avx512f") && BPE_CPU_SUPPORTS("avx512bw")
+               && BPE_CPU_SUPPORTS("avx512vbmi") && BPE_CPU_SUPPORTS("avx512vbmi2")
+               && BPE_CPU_SUPPORTS("popcnt");
 #endif
 #ifdef CLASSIFY_ARM
     case CLASSIFY_NEON:

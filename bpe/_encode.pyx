@@ -69,11 +69,13 @@ cdef extern from *:
 
 cdef extern from *:
     """
+    #if !defined(_WIN32)
     #include <unistd.h>
+    #endif
     /* The bytes of one core's L2 cache, or 0 where the C library does not say
        (glibc reads it from the CPU; other libraries may lack the name). */
     static long bpe_l2_cache_bytes(void) {
-    #ifdef _SC_LEVEL2_CACHE_SIZE
+    #if defined(_SC_LEVEL2_CACHE_SIZE) && !defined(_WIN32)
         long n = sysconf(_SC_LEVEL2_CACHE_SIZE);
         return n > 0 ? n : 0;
     #else

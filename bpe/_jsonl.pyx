@@ -41,8 +41,8 @@ cdef uint64_t ONES = 0x0101010101010101ULL
 cdef uint64_t HIGHS = 0x8080808080808080ULL
 
 
-cdef extern from *:
-    int __builtin_ctzll(unsigned long long x) nogil
+cdef extern from "_portable.h":
+    int bpe_ctz64(uint64_t x) nogil
 
 # What each escape \c stands for (0: not an escape JSON has; \u is read apart).
 cdef uint8_t[256] ESCAPED
@@ -154,7 +154,7 @@ cdef const uint8_t* read_string(const uint8_t* p, const uint8_t* end, uint8_t* o
                 memcpy(out + w, &word, 8)
             word = special_bytes(word)
             if word != 0:
-                n = __builtin_ctzll(word) >> 3
+                n = bpe_ctz64(word) >> 3
                 p += n
                 w += n
                 break

@@ -106,11 +106,12 @@ cdef extern from *:
        how many are ids, not NO_ID: one load serves both. */
     #if defined(__SSE2__)
     #include <emmintrin.h>
+    #include "_portable.h"
     static inline size_t shortcache_copy_ids(uint32_t *out, const uint32_t *ids) {
         __m128i lanes = _mm_loadu_si128((const __m128i *)ids);
         _mm_storeu_si128((__m128i *)out, lanes);
         int unused = _mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(lanes, _mm_set1_epi32(-1))));
-        return (size_t)__builtin_ctz(unused | 16);
+        return (size_t)bpe_ctz32((uint32_t)(unused | 16));
     }
     #else
     static inline size_t shortcache_copy_ids(uint32_t *out, const uint32_t *ids) {
