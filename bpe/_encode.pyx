@@ -2009,6 +2009,7 @@ cdef class ShortCalls:
     cdef PrebuiltInts ints
     cdef bint busy
     cdef public bint paused      # set while the encoder's calls share caches (``Encoder.sharing_cache``)
+    cdef object __weakref__      # the encoder holds its tokenizers' ShortCalls weakly
 
     def __cinit__(self, EncodeKernel kernel not None, int pattern, tuple tokens, ids,
                   PrebuiltInts ints not None):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import weakref
 from typing import Iterator, Mapping, Optional, Sequence
 
 import numpy as np
@@ -65,7 +66,9 @@ class Encoder:
         self._shared_leases = 0       # sessions lent out that share it
         self._needles_made: dict = {}
         self._needles_last = (None, None)
-        self._short_calls: list = []
+        # Every tokenizer's ShortCalls, to clear and pause: weakly, since the
+        # tokenizers unpickled in a process share one encoder and come and go.
+        self._short_calls = weakref.WeakSet()
 
     @classmethod
     def from_tokens(cls, ids_by_bytes: Mapping[bytes, int], ranked_ids: Sequence[int],
@@ -110,7 +113,7 @@ class Encoder:
         short = ShortCalls(self._kernel, self._native, *self._needles(tokens), ints)
         with self._lock:
             short.paused = self._sharing > 0
-            self._short_calls.append(short)
+            self._short_calls.add(short)
         return short
 
     def _session(self) -> "_Lease":

@@ -168,3 +168,19 @@ def test_encode_to_numpy_of_a_document_in_every_dtype(pair, monkeypatch, one_cal
             continue
         ids = tok.encode_to_numpy(text, dtype=dtype, allowed_special=set(tok.special_tokens))
         assert ids.dtype == tok.token_dtype(dtype) and ids.tolist() == expected, dtype
+
+
+def test_an_encoder_does_not_keep_the_short_calls_of_tokenizers_gone():
+    # Tokenizers unpickled in one process share its encoder (_shared_encoder),
+    # each with ShortCalls of its own (and so a session): the encoder holds
+    # them to clear and pause them, and must not keep them alive.
+    gpt2 = bpe.load("gpt2")
+    tok = bpe.Tokenizer(gpt2.vocab, gpt2.merges, gpt2.special_tokens, pattern=gpt2.pattern)
+    encoder = tok.encoder
+    held = len(encoder._short_calls)
+    for _ in range(20):
+        short = encoder.short_calls(tok._ints)
+        assert short("made and dropped") == tok.encode("made and dropped")
+        del short
+    gc.collect()
+    assert len(encoder._short_calls) == held == 2
