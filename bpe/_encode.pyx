@@ -1841,22 +1841,8 @@ cdef class EncodeKernel:
         kept from call to call, and the list is built from there.
         """
         cdef Scratch* scratch = session.ready()
-        cdef const void* source
-        cdef Py_ssize_t n_points
-        cdef int kind
-        cdef const uint8_t* start
-        cdef int64_t length
-        cdef offset_t id_offsets[2]
-        cdef int reserved
-        if not isinstance(text, str):       # str subclasses too (their characters are read where they are)
-            raise TypeError(f"text is {type(text).__name__}, not str")
-        str_parts(text, &source, &n_points, &kind)
         try:
-            with nogil:
-                reserved = utf8_of_strs(&scratch.text, 1, &source, &n_points, &kind, &start, &length)
-            if reserved < 0:
-                raise MemoryError()
-            self._encode_checked(scratch, 1, &start, &length, pattern, needles, needle_ids, id_offsets)
+            self._encode_one(scratch, text, pattern, needles, needle_ids)
             return ids_list(scratch.out.data, scratch.out.size, ints)
         finally:
             release_output(scratch)
@@ -1869,6 +1855,16 @@ cdef class EncodeKernel:
         array, sized for the worst case (an id per byte), was fresh memory the
         kernel faulted in, call after call: a fifth of a cold encode of prose."""
         cdef Scratch* scratch = session.ready()
+        try:
+            self._encode_one(scratch, text, pattern, needles, needle_ids)
+            return ids_array(&scratch.out, narrow)
+        finally:
+            release_output(scratch)
+
+    cdef int _encode_one(self, Scratch* scratch, object text, int pattern, tuple needles,
+                         const out_id_t[::1] needle_ids) except -1:
+        """Encode one str into ``scratch.out`` (the caller releases it): read in
+        place where ASCII, else converted to UTF-8 into ``scratch.text``."""
         cdef const void* source
         cdef Py_ssize_t n_points
         cdef int kind
@@ -1876,18 +1872,15 @@ cdef class EncodeKernel:
         cdef int64_t length
         cdef offset_t id_offsets[2]
         cdef int reserved
-        if not isinstance(text, str):
+        if not isinstance(text, str):       # str subclasses too (their characters are read where they are)
             raise TypeError(f"text is {type(text).__name__}, not str")
         str_parts(text, &source, &n_points, &kind)
-        try:
-            with nogil:
-                reserved = utf8_of_strs(&scratch.text, 1, &source, &n_points, &kind, &start, &length)
-            if reserved < 0:
-                raise MemoryError()
-            self._encode_checked(scratch, 1, &start, &length, pattern, needles, needle_ids, id_offsets)
-            return ids_array(&scratch.out, narrow)
-        finally:
-            release_output(scratch)
+        with nogil:
+            reserved = utf8_of_strs(&scratch.text, 1, &source, &n_points, &kind, &start, &length)
+        if reserved < 0:
+            raise MemoryError()
+        self._encode_checked(scratch, 1, &start, &length, pattern, needles, needle_ids, id_offsets)
+        return 0
 
     def encode_pieces(self, Session session, pieces):
         """The ids of a list of pre-tokens (bytes), for patterns the native scanners lack."""
