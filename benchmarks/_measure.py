@@ -1,8 +1,14 @@
-"""Run a command and measure its wall time and the peak RSS of its whole process tree."""
+"""What the scripts beside the suite share: run a command and measure its wall
+time and the peak RSS of its whole process tree, and save what was measured as
+the suite saves it (pytest-benchmark's layout: machine, commit, library
+versions, and per measurement its group, rounds and extra_info), so that
+``benchmarks/report.py`` reads both alike."""
 from __future__ import annotations
 
+import datetime
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -100,3 +106,29 @@ def run_measured(argv: list[str], timeout: float = 1800) -> dict:
 
 if __name__ == "__main__":
     print(run_measured(sys.argv[1:]))
+
+
+def entry(group: str, name: str, seconds: list[float], **extra_info) -> dict:
+    """One measurement, as pytest-benchmark saves one: its rounds' statistics."""
+    stats = {"min": min(seconds), "max": max(seconds), "mean": statistics.fmean(seconds),
+             "median": statistics.median(seconds), "rounds": len(seconds), "data": list(seconds)}
+    return {"group": group, "name": name, "fullname": name, "params": None, "param": None,
+            "extra_info": extra_info, "options": {}, "stats": stats}
+
+
+def save(path: str, entries: list[dict]) -> None:
+    """Write ``entries`` with the machine, the commit and the library versions,
+    complete or not at all."""
+    from pytest_benchmark.plugin import pytest_benchmark_generate_machine_info
+    from pytest_benchmark.utils import get_commit_info
+
+    from peers import versions
+
+    machine = pytest_benchmark_generate_machine_info()
+    machine["libraries"] = versions()
+    record = {"machine_info": machine, "commit_info": get_commit_info(),
+              "datetime": datetime.datetime.now(datetime.timezone.utc).isoformat(), "version": "script",
+              "benchmarks": entries}
+    with open(path + ".part", "w", encoding="utf-8") as f:
+        json.dump(record, f, indent=1)
+    os.replace(path + ".part", path)

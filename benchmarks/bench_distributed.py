@@ -19,7 +19,6 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(__file__))
 from _measure import run_measured  # noqa: E402
 
 SPECIAL = "<|endoftext|>"

@@ -31,8 +31,7 @@ import tempfile
 import time
 from typing import Optional
 
-sys.path.insert(0, os.path.dirname(__file__))
-from _measure import remove_token_array, run_measured  # noqa: E402
+from _measure import entry, remove_token_array, run_measured, save
 
 #: Seconds the twins get to start Python and load the tokenizer before both
 #: start encoding (a late one shows as the skew between their starts).
@@ -150,7 +149,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1,
                         help="run the engine list this many times, then summarise each engine's "
                              "best and median, and the scaling of bpe:2 against bpe:1")
-    parser.add_argument("--json", help="append results to this JSON-lines file")
+    parser.add_argument("--save", help="write the results here (the suite's record layout)")
     parser.add_argument("--warm-cache", action="store_true",
                         help="read the corpus just before each run, so that no run reads from disk")
     parser.add_argument("--one", nargs=2, help=argparse.SUPPRESS)   # internal: ENGINE WORKERS
@@ -165,6 +164,8 @@ def main() -> None:
     print(f"corpus {os.path.basename(args.corpus)} ({size_mb:.0f} MB), tokenizer {args.tokenizer}")
     print(f"{'engine':<27} {'seconds':>8} {'MB/s':>7} {'peak RSS MiB':>13} {'tokens':>12}")
     seconds = collections.defaultdict(list)      # per ENGINE:WORKERS, in run order
+    peaks: dict[str, float] = {}
+    labels: dict[str, str] = {}
     with tempfile.TemporaryDirectory() as work:
         for item in args.engines.split(",") * args.rounds:
             engine, workers = item.split(":")[0], int(item.split(":")[1])
@@ -195,13 +196,17 @@ def main() -> None:
                   f"{result['peak_rss_mib']:>13.0f} {result['tokens']:>12}"
                   + (f"  (starts {1e3 * result['start_skew']:.0f} ms apart; the slower alone "
                      f"{result['own_seconds']:.2f} s)" if "start_skew" in result else ""), flush=True)
-            if args.json:
-                with open(args.json, "a") as f:
-                    f.write(json.dumps({"engine": engine, "workers": workers,
-                                        "corpus": os.path.basename(args.corpus),
-                                        "tokenizer": args.tokenizer, **result}) + "\n")
+            peaks[item] = max(peaks.get(item, 0.0), result["peak_rss_mib"])
+            labels[item] = label
     if args.rounds > 1:
         summarise(seconds, size_mb)
+    if args.save:
+        group = f"encode_file {os.path.basename(args.corpus)}, {args.tokenizer}, whole process"
+        save(args.save, [entry(group, item, times, library="gigatoken" if item.startswith("gigatoken") else "bpe",
+                               call=labels[item], output="file" if item.startswith(("bpe", "twin", "halves"))
+                               else "numpy", mb=encoded_mb(item.split(":")[0], size_mb),
+                               peak_rss_mib=peaks[item])
+                         for item, times in seconds.items()])
 
 
 def summarise(seconds: dict, size_mb: float) -> None:

@@ -5,8 +5,13 @@ process and all its children. Same corpus, same GPT-2 pattern, same vocab size
 (rustbpe has no special tokens: it is given one merge fewer and fed documents
 split at <|endoftext|>, streamed from disk).
 
-    python benchmarks/bench_train.py --corpus ~/.cache/bpe-corpora/prose_en.txt --vocab-size 10000
-    python benchmarks/bench_train.py --corpus ~/.cache/bpe-corpora/code_linux.txt --vocab-size 32000
+    python benchmarks/bench_train.py --corpus ~/.cache/bpe-corpora/prose_en.txt --vocab-size 10000 \
+        --save benchmarks/results/train_prose.json
+    python benchmarks/bench_train.py --corpus ~/.cache/bpe-corpora/code_linux.txt --vocab-size 32000 \
+        --trainers bpe,gigatoken,rustbpe --save benchmarks/results/train_code.json
+
+Trainers run in turn, round after round; the saved record keeps every round's
+seconds and the largest peak RSS.
 
 Corpora: ``python benchmarks/build_corpora.py prose code``. Peers: ``pip install -e ".[peers]"``.
 """
@@ -19,8 +24,7 @@ import platform
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(__file__))
-from _measure import run_measured  # noqa: E402
+from _measure import entry, run_measured, save
 
 SPECIAL = "<|endoftext|>"
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
@@ -88,7 +92,8 @@ def main() -> None:
     parser.add_argument("--vocab-size", type=int, required=True)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--trainers", default=",".join(TRAINERS))
-    parser.add_argument("--json", help="append results to this JSON-lines file")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--save", help="write the results here (the suite's record layout)")
     parser.add_argument("--one", help=argparse.SUPPRESS)   # internal: run one trainer, print JSON
     args = parser.parse_args()
     if args.one:
@@ -98,25 +103,31 @@ def main() -> None:
     print(f"corpus {os.path.basename(args.corpus)} ({size_mb:.0f} MB), vocab {args.vocab_size}, "
           f"{args.workers} workers, {os.cpu_count()} cores, {platform.python_version()}")
     print(f"{'trainer':<14} {'seconds':>8} {'peak RSS MiB':>13}  split")
-    for name in args.trainers.split(","):
-        argv = [sys.executable, __file__, "--one", name, "--corpus", args.corpus,
-                "--vocab-size", str(args.vocab_size), "--workers", str(args.workers)]
-        try:
-            result = run_measured(argv)
-        except Exception as e:   # a peer that is not installed or fails is reported, not fatal
-            print(f"{name:<14} failed: {e}")
-            continue
-        split = ""
-        if "merge_seconds" in result:
-            split = (f"pre-tokenize {result['pretokenize_seconds']:.2f} s, "
-                     f"merge loop {result['merge_seconds']:.2f} s")
-        print(f"{name:<14} {result['seconds']:>8.2f} {result['peak_rss_mib']:>13.0f}  {split}",
-              flush=True)
-        if args.json:
-            with open(args.json, "a") as f:
-                f.write(json.dumps({"trainer": name, "corpus": os.path.basename(args.corpus),
-                                    "vocab_size": args.vocab_size, "workers": args.workers,
-                                    **result}) + "\n")
+    seconds: dict[str, list[float]] = {}
+    peaks: dict[str, float] = {}
+    for _ in range(args.rounds):
+        for name in args.trainers.split(","):
+            argv = [sys.executable, __file__, "--one", name, "--corpus", args.corpus,
+                    "--vocab-size", str(args.vocab_size), "--workers", str(args.workers)]
+            try:
+                result = run_measured(argv)
+            except Exception as e:   # a peer that is not installed or fails is reported, not fatal
+                print(f"{name:<14} failed: {e}")
+                continue
+            split = ""
+            if "merge_seconds" in result:
+                split = (f"pre-tokenize {result['pretokenize_seconds']:.2f} s, "
+                         f"merge loop {result['merge_seconds']:.2f} s")
+            print(f"{name:<14} {result['seconds']:>8.2f} {result['peak_rss_mib']:>13.0f}  {split}",
+                  flush=True)
+            seconds.setdefault(name, []).append(result["seconds"])
+            peaks[name] = max(peaks.get(name, 0.0), result["peak_rss_mib"])
+    if args.save:
+        group = f"train {os.path.basename(args.corpus)}, vocab {args.vocab_size}, whole process"
+        save(args.save, [entry(group, name, times, library=name.replace("hf_tokenizers", "tokenizers"),
+                               call=f"{args.workers} workers" if name == "bpe" else "its own threads",
+                               output="a tokenizer", mb=size_mb, peak_rss_mib=peaks[name])
+                         for name, times in seconds.items()])
 
 
 if __name__ == "__main__":

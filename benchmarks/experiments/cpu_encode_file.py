@@ -1,7 +1,7 @@
 """Wall time and CPU time (user, system; the workers' and the caller's) of
 encode_file alone, for worker counts run alternately in one process.
 
-    python benchmarks/cpu_encode_file.py --corpus ~/.cache/bpe-corpora/code_linux.txt --workers 1,2,1,2,1,2
+    PYTHONPATH=benchmarks python benchmarks/experiments/cpu_encode_file.py --corpus ~/.cache/bpe-corpora/code_linux.txt --workers 1,2,1,2,1,2
 
 No process start-up or tokenizer loading is timed: it shows how much CPU the
 same work takes with one worker and with two, and whether the two are busy.
@@ -11,13 +11,11 @@ from __future__ import annotations
 import argparse
 import os
 import resource
-import sys
 import tempfile
 import time
 
 import bpe
 
-sys.path.insert(0, os.path.dirname(__file__))
 from _measure import remove_token_array  # noqa: E402
 
 

@@ -1,7 +1,7 @@
 """Where encode_file's time goes with 1 and 2 workers: each stage of a chunk, in
 CPU time of the thread that ran it and in wall time, summed over the chunks.
 
-    python benchmarks/encode_file_stages.py --corpus ~/.cache/bpe-corpora/prose_en.txt --rounds 5
+    PYTHONPATH=benchmarks python benchmarks/experiments/encode_file_stages.py --corpus ~/.cache/bpe-corpora/prose_en.txt --rounds 5
 
 Every run is a fresh process (as ``bench_encode_file.py`` runs them), alternating
 1 and 2 workers. The stages are wrapped, not changed: reading the chunk,

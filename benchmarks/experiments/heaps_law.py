@@ -1,8 +1,8 @@
 """Distinct pre-tokens against corpus size (Heaps' law, D = K * N^beta), measured on
 growing prefixes of a corpus, fitted in log-log, for docs/scaling.md.
 
-    python benchmarks/heaps_law.py --corpus ~/.cache/bpe-corpora/prose_en.txt --max-mb 128
-    python benchmarks/heaps_law.py --corpus ~/.cache/bpe-corpora/code_linux.txt --max-mb 1280
+    PYTHONPATH=benchmarks python benchmarks/experiments/heaps_law.py --corpus ~/.cache/bpe-corpora/prose_en.txt --max-mb 128
+    PYTHONPATH=benchmarks python benchmarks/experiments/heaps_law.py --corpus ~/.cache/bpe-corpora/code_linux.txt --max-mb 1280
 
 N is the number of pre-tokens counted (gpt2 pattern, <|endoftext|> split out),
 D the number of distinct ones; also the bytes a PretokenCounts of them holds.

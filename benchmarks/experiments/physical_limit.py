@@ -2,7 +2,7 @@
 cycle of the pre-tokenizer and of warm encoding, next to one core's memory
 bandwidth, all measured in one run on one thread.
 
-    python benchmarks/physical_limit.py --corpus ~/.cache/bpe-corpora/prose_en.txt
+    PYTHONPATH=benchmarks python benchmarks/experiments/physical_limit.py --corpus ~/.cache/bpe-corpora/prose_en.txt
 
 Cycles are counted at the clock /proc/cpuinfo reports (a VM's nominal clock;
 turbo would make the true figure per cycle lower). Memory bandwidth is one
@@ -20,7 +20,6 @@ import numpy as np
 import bpe
 from bpe import _scanner
 
-sys.path.insert(0, os.path.dirname(__file__))
 from _measure import best_of, read_sample  # noqa: E402
 
 

@@ -1,6 +1,6 @@
 """Pre-tokenization alone, one core: the native scanners against the regex module.
 
-    python benchmarks/bench_pretokenize.py --corpus ~/.cache/bpe-corpora/prose_en.txt --mb 32
+    PYTHONPATH=benchmarks python benchmarks/experiments/pretokenize.py --corpus ~/.cache/bpe-corpora/prose_en.txt --mb 32
 
 "scan" finds pre-token boundaries only; "scan + count" also interns each
 pre-token into the C table that training uses; "regex" is regex.findall, and
@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from collections import Counter
 
 import regex
@@ -19,7 +18,6 @@ import regex
 from bpe import _scanner
 from bpe.patterns import PATTERNS
 
-sys.path.insert(0, os.path.dirname(__file__))
 from _measure import best_of  # noqa: E402
 
 

