@@ -531,16 +531,15 @@ class Tokenizer:
     def decode_bytes(self, ids: Iterable[int], *, skip_special_tokens: bool = False) -> bytes:
         """The bytes of ``ids``; an id not in the vocab raises ValueError naming it.
         With ``skip_special_tokens``, special tokens' ids give nothing."""
-        vocab = self._vocabulary.decoder
-        ids = ids.tolist() if isinstance(ids, np.ndarray) else ids
         if skip_special_tokens:
+            ids = ids.tolist() if isinstance(ids, np.ndarray) else ids
             if self._pipeline is not None:         # Hugging Face's rule: see Pipeline.skipped
                 special = self._pipeline.skipped
             else:
                 special = set(self.special_tokens.values()) | self._vocabulary.control_ids
             ids = [token_id for token_id in ids if token_id not in special]
         try:
-            return b"".join([vocab[i] for i in ids])
+            return self._vocabulary.decode_table.decode(ids)
         except KeyError as e:
             raise ValueError(f"token id {e.args[0]!r} is not in the vocab (n_vocab={self.n_vocab})") from None
 

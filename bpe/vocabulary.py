@@ -32,6 +32,7 @@ from typing import Mapping, NamedTuple, Optional, Sequence, Union
 
 import numpy as np
 
+from bpe._decode import DecodeTable
 from bpe.formats import RankTable, take_pieces, with_headers
 from bpe.specials import check_special_tokens
 
@@ -106,10 +107,11 @@ class Vocabulary:
                 raise ValueError(f"token id {token_id!r} is not an int in [0, {MAX_ID}]")
         self._decoder: Optional[dict[int, bytes]] = None
         self._ids_by_bytes: Optional[dict[bytes, int]] = None
+        self._decode_table: Optional[DecodeTable] = None
 
     def __getstate__(self):
         state = self.__dict__.copy()
-        state["_decoder"] = state["_ids_by_bytes"] = None      # views, made again on demand
+        state["_decoder"] = state["_ids_by_bytes"] = state["_decode_table"] = None   # made again on demand
         return state
 
     @classmethod
@@ -157,14 +159,48 @@ class Vocabulary:
     def decoder(self) -> dict[int, bytes]:
         """Every id's bytes: an ordinary token's, else its first special name's."""
         if self._decoder is None:
-            decoder = {}
-            for name, token_id in self.special_tokens.items():
-                decoder.setdefault(token_id, self.decode_as.get(token_id, name.encode("utf-8")))
-            for token_id, token in self.decode_as.items():
-                decoder.setdefault(token_id, token)
+            decoder = self._named_bytes()
             decoder.update(zip(self.table.ranks.tolist(), self.table.tokens()))
             self._decoder = decoder
         return self._decoder
+
+    def _named_bytes(self) -> dict[int, bytes]:
+        """The bytes of the ids a special name or ``decode_as`` gives, where no
+        ordinary token has the id (an ordinary token's bytes come first)."""
+        named: dict[int, bytes] = {}
+        for name, token_id in self.special_tokens.items():
+            named.setdefault(token_id, self.decode_as.get(token_id, name.encode("utf-8")))
+        for token_id, token in self.decode_as.items():
+            named.setdefault(token_id, token)
+        return named
+
+    @property
+    def decode_table(self) -> DecodeTable:
+        """``decoder`` as decode's kernel reads it: flat arrays for the ids below
+        ``prebuilt_limit`` (the ordinary tokens' bytes where they are, the other
+        ids' after them), a dict for the ids beyond."""
+        if self._decode_table is None:
+            data, offsets, ranks = self.table
+            limit = self.prebuilt_limit()
+            starts = np.zeros(limit, dtype=np.int64)
+            lengths = np.full(limit, -1, dtype=np.int32)
+            near = ranks < limit
+            starts[ranks[near]] = offsets[:-1][near]
+            lengths[ranks[near]] = np.diff(offsets)[near]
+            far: dict[int, bytes] = {}
+            if not near.all():
+                tokens = self.table.tokens()
+                far.update((int(ranks[k]), tokens[k]) for k in np.flatnonzero(~near))
+            extra = bytearray()
+            for token_id, token in self._named_bytes().items():
+                if token_id >= limit:
+                    far.setdefault(token_id, token)
+                elif lengths[token_id] < 0:
+                    starts[token_id], lengths[token_id] = len(data) + len(extra), len(token)
+                    extra += token
+            self._decode_table = DecodeTable(np.concatenate([data, np.frombuffer(bytes(extra), np.uint8)]),
+                                             starts, lengths, far)
+        return self._decode_table
 
     @property
     def ids_by_bytes(self) -> dict[bytes, int]:

@@ -29,7 +29,7 @@ LAYERS = [
     "huggingface", "vocabulary", "encoder", "pretrained", "formats",  # encoding, files
     "pure", "view",                                                  # the oracle, seeing tokens
     "records", "sources", "chunking", "specials", "patterns", "onig", "files", "workers", "progress", "errors",   # rules, tools
-    "_train", "_rankfile", "_jsonl", "_encode", "_lists", "_scanner", "unicode",   # kernels
+    "_train", "_rankfile", "_jsonl", "_decode", "_encode", "_lists", "_scanner", "unicode",   # kernels
     "_shortcache", "_sharedgeneral", "_shortfilter", "_bytestable", "_pairranks", "_pairmap",    # kernel
     "_specials", "_utf8", "_checks", "_types", "_memory",                                      # headers
 ]

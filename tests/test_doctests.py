@@ -4,10 +4,10 @@ import doctest
 
 import pytest
 
-from bpe import _encode, _jsonl, _lists, _memory, _scanner, _train, _types
+from bpe import _decode, _encode, _jsonl, _lists, _memory, _scanner, _train, _types
 
 
-@pytest.mark.parametrize("module", [_encode, _jsonl, _lists, _memory, _scanner, _train, _types],
+@pytest.mark.parametrize("module", [_decode, _encode, _jsonl, _lists, _memory, _scanner, _train, _types],
                          ids=lambda module: module.__name__)
 def test_compiled_docstring_examples(module):
     failed, _ = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
