@@ -269,6 +269,7 @@ def _to_gpt2_text(token: bytes, encoder: dict[int, str]) -> str:
 
 
 @functools.lru_cache(maxsize=None)
+@functools.lru_cache(maxsize=None)
 def _gpt2_translation() -> tuple[dict[int, int], "regex.Pattern"]:
     """``str.translate`` table from GPT-2's characters to the Latin-1 character of
     each byte, and a regex of text made only of GPT-2's characters: a token is
@@ -278,6 +279,27 @@ def _gpt2_translation() -> tuple[dict[int, int], "regex.Pattern"]:
     decoder = gpt2_byte_decoder()
     table = {ord(c): b for c, b in decoder.items()}
     return table, regex.compile("[" + "".join(regex.escape(c) for c in decoder) + "]*")
+
+
+@functools.lru_cache(maxsize=None)
+def _gpt2_byte_table() -> np.ndarray:
+    """Each of GPT-2's characters' byte, by code point; -1 for every other."""
+    decoder = gpt2_byte_decoder()
+    table = np.full(max(map(ord, decoder)) + 1, -1, dtype=np.int16)
+    table[[ord(c) for c in decoder]] = list(decoder.values())
+    return table
+
+
+def _gpt2_text_bytes(text: str) -> Optional[np.ndarray]:
+    """The bytes (uint8) of text written in GPT-2's characters, or None where a
+    character is not one: a lookup per character in numpy, for a whole file's
+    tokens joined."""
+    table = _gpt2_byte_table()
+    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    if len(codes) and codes.max() >= len(table):
+        return None
+    found = table[codes]
+    return None if (found < 0).any() else found.astype(np.uint8)
 
 
 def _from_gpt2_text(text: str, where) -> bytes:
@@ -304,12 +326,11 @@ def read_gpt2_table(vocab_json, skip_ids: Iterable[int] = ()) -> RankTable:
         texts.pop(token_id, None)
     ranks = sorted(texts)
     ordered = [texts[rank] for rank in ranks]
-    table, _ = _gpt2_translation()
-    data = "".join(ordered).translate(table).encode("latin-1")      # one byte per character
+    data = _gpt2_text_bytes("".join(ordered))      # one byte per character; every one checked
     offsets = np.zeros(len(ordered) + 1, dtype=np.int64)
     np.cumsum([len(text) for text in ordered], out=offsets[1:])
     # The texts are a JSON object's keys, so no token is given twice.
-    return RankTable(np.frombuffer(data, dtype=np.uint8), offsets, np.array(ranks, dtype=np.int64))
+    return RankTable(data, offsets, np.array(ranks, dtype=np.int64))
 
 
 def _read_gpt2_texts(vocab_json) -> dict[int, str]:
@@ -324,16 +345,24 @@ def _read_gpt2_texts(vocab_json) -> dict[int, str]:
         raise TokenizerFileError(f"{vocab_json}: not a JSON vocabulary: {type(e).__name__}: {e}"[:300]) from None
     if not isinstance(encoded, dict):
         raise TokenizerFileError(f"{vocab_json}: expected a JSON object of token -> id")
-    table, valid = _gpt2_translation()
-    vocab = {}
-    for text, token_id in encoded.items():
-        if not isinstance(token_id, int) or isinstance(token_id, bool) or token_id < 0:
-            raise TokenizerFileError(f"{vocab_json}: token {text!r} has id {token_id!r}, not an int >= 0")
-        if token_id in vocab:
-            raise TokenizerFileError(f"{vocab_json}: id {token_id} is given to two tokens")
-        vocab[token_id] = text
-    if valid.fullmatch("".join(vocab.values())) is None:
-        bad = next(text for text in vocab.values() if valid.fullmatch(text) is None)
+    ids = list(encoded.values())
+    # The checks at C speed; where one fails, a loop finds the token to name.
+    whole = set(map(type, ids)) <= {int} and all(0 <= token_id < 2**63 for token_id in (min(ids, default=0),
+                                                                                            max(ids, default=0)))
+    if whole:
+        ordered = np.sort(np.array(ids, dtype=np.int64))
+        whole = not (ordered[1:] == ordered[:-1]).any()
+    if not whole:
+        vocab = {}
+        for text, token_id in encoded.items():
+            if not isinstance(token_id, int) or isinstance(token_id, bool) or token_id < 0:
+                raise TokenizerFileError(f"{vocab_json}: token {text!r} has id {token_id!r}, not an int >= 0")
+            if token_id in vocab:
+                raise TokenizerFileError(f"{vocab_json}: id {token_id} is given to two tokens")
+            vocab[token_id] = text
+    vocab = dict(zip(ids, encoded))
+    if _gpt2_text_bytes("".join(vocab.values())) is None:
+        bad = next(text for text in vocab.values() if _gpt2_text_bytes(text) is None)
         _from_gpt2_text(bad, lambda: f"{vocab_json}: token {bad!r}")      # raises, naming it
     return vocab
 
