@@ -91,34 +91,12 @@ cdef extern from *:
     #include <stddef.h>
     #include <stdint.h>
     #include <string.h>
-    #define SHORTCACHE_NO_ID 0xFFFFFFFFu   /* above every token id (MAX_TOKEN_ID) */
+    #include "_shortcache.h"      /* NO_ID, and an entry's lanes copied and counted */
     #define SHORTCACHE_SPILLED (1ULL << 63)  /* in a stored key1: the ids are in the general cache */
     #define SHORTCACHE_RUN (1ULL << 62)      /* in a stored key1: the ids are a run (see above) */
     /* A shared table's slot that a session has taken and is writing: a key1
        of length 63 once its marks are masked off, which no key has. */
     #define SHORTCACHE_CLAIMED (0x7FULL << 56)
-    /* How many of an entry's four lanes are ids, not NO_ID. */
-    static inline size_t shortcache_count_ids(const uint32_t *ids) {
-        return (size_t)((ids[0] != SHORTCACHE_NO_ID) + (ids[1] != SHORTCACHE_NO_ID)
-                        + (ids[2] != SHORTCACHE_NO_ID) + (ids[3] != SHORTCACHE_NO_ID));
-    }
-    /* Copy an entry's four lanes to out (which has room for them) and return
-       how many are ids, not NO_ID: one load serves both. */
-    #if defined(__SSE2__)
-    #include <emmintrin.h>
-    #include "_portable.h"
-    static inline size_t shortcache_copy_ids(uint32_t *out, const uint32_t *ids) {
-        __m128i lanes = _mm_loadu_si128((const __m128i *)ids);
-        _mm_storeu_si128((__m128i *)out, lanes);
-        int unused = _mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(lanes, _mm_set1_epi32(-1))));
-        return (size_t)bpe_ctz32((uint32_t)(unused | 16));
-    }
-    #else
-    static inline size_t shortcache_copy_ids(uint32_t *out, const uint32_t *ids) {
-        memcpy(out, ids, 16);
-        return shortcache_count_ids(ids);
-    }
-    #endif
     /* Row n (up to 15) keeps the first n bytes of a little-endian 16-byte
        load and tags the second word with n; row 16, for every longer piece,
        tags it with 255, which no entry has. */

@@ -16,77 +16,7 @@ from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
 
-cdef extern from *:
-    """
-    #include <stddef.h>
-    #include <stdint.h>
-    #if defined(__SSE2__)
-    #include <emmintrin.h>
-    /* Whole blocks of 16 ASCII code units from data[:n] written to out as bytes,
-       up to the first block that holds another code unit; returns how many
-       code units were written (a multiple of 16). SSE2 is part of x86-64: one
-       test a block, and the packing narrows 16 code units into 16 bytes. */
-    static inline size_t utf8_ascii_blocks_u8(const uint8_t *data, size_t n, uint8_t *out) {
-        size_t i = 0;
-        for (; i + 16 <= n; i += 16) {
-            __m128i v = _mm_loadu_si128((const __m128i *)(data + i));
-            if (_mm_movemask_epi8(v))
-                break;
-            _mm_storeu_si128((__m128i *)(out + i), v);
-        }
-        return i;
-    }
-    static inline size_t utf8_ascii_blocks_u16(const uint16_t *data, size_t n, uint8_t *out) {
-        const __m128i high = _mm_set1_epi16((short)0xFF80);
-        size_t i = 0;
-        for (; i + 16 <= n; i += 16) {
-            __m128i a = _mm_loadu_si128((const __m128i *)(data + i));
-            __m128i b = _mm_loadu_si128((const __m128i *)(data + i + 8));
-            __m128i over = _mm_and_si128(_mm_or_si128(a, b), high);
-            if (_mm_movemask_epi8(_mm_cmpeq_epi16(over, _mm_setzero_si128())) != 0xFFFF)
-                break;
-            _mm_storeu_si128((__m128i *)(out + i), _mm_packus_epi16(a, b));
-        }
-        return i;
-    }
-    static inline size_t utf8_ascii_blocks_u32(const uint32_t *data, size_t n, uint8_t *out) {
-        const __m128i high = _mm_set1_epi32((int)0xFFFFFF80u);
-        size_t i = 0;
-        for (; i + 16 <= n; i += 16) {
-            __m128i a = _mm_loadu_si128((const __m128i *)(data + i));
-            __m128i b = _mm_loadu_si128((const __m128i *)(data + i + 4));
-            __m128i c = _mm_loadu_si128((const __m128i *)(data + i + 8));
-            __m128i d = _mm_loadu_si128((const __m128i *)(data + i + 12));
-            __m128i over = _mm_and_si128(_mm_or_si128(_mm_or_si128(a, b), _mm_or_si128(c, d)), high);
-            if (_mm_movemask_epi8(_mm_cmpeq_epi32(over, _mm_setzero_si128())) != 0xFFFF)
-                break;
-            /* every lane is below 0x80: the signed packs keep each as it is */
-            _mm_storeu_si128((__m128i *)(out + i),
-                             _mm_packus_epi16(_mm_packs_epi32(a, b), _mm_packs_epi32(c, d)));
-        }
-        return i;
-    }
-    #else
-    /* Elsewhere a plain loop, which compilers vectorize for their target. */
-    #define UTF8_ASCII_BLOCKS(name, unit)                                        \
-        static inline size_t name(const unit *data, size_t n, uint8_t *out) {    \
-            size_t i = 0;                                                        \
-            for (; i + 16 <= n; i += 16) {                                       \
-                unit any = 0;                                                    \
-                for (int k = 0; k < 16; k++)                                     \
-                    any |= data[i + k];                                          \
-                if (any >= 0x80)                                                 \
-                    break;                                                       \
-                for (int k = 0; k < 16; k++)                                     \
-                    out[i + k] = (uint8_t)data[i + k];                           \
-            }                                                                    \
-            return i;                                                            \
-        }
-    UTF8_ASCII_BLOCKS(utf8_ascii_blocks_u8, uint8_t)
-    UTF8_ASCII_BLOCKS(utf8_ascii_blocks_u16, uint16_t)
-    UTF8_ASCII_BLOCKS(utf8_ascii_blocks_u32, uint32_t)
-    #endif
-    """
+cdef extern from "_utf8.h":
     size_t ascii_blocks_u8 "utf8_ascii_blocks_u8" (const uint8_t* data, size_t n, uint8_t* out) noexcept nogil
     size_t ascii_blocks_u16 "utf8_ascii_blocks_u16" (const uint16_t* data, size_t n, uint8_t* out) noexcept nogil
     size_t ascii_blocks_u32 "utf8_ascii_blocks_u32" (const uint32_t* data, size_t n, uint8_t* out) noexcept nogil

@@ -8,9 +8,11 @@ choice and the absence of instructions the CPU lacks are what is tested:
 * ``qemu-x86_64 -cpu SandyBridge`` (AVX, no AVX2) and ``-cpu Haswell`` (AVX2,
   no AVX-512) run ``tests/cpu_check.py``: scanners against ``regex``, encoding
   against tiktoken, a training against ``bpe.pure``, and the path chosen;
-* ``tests/classify_check.c``, cross-compiled for aarch64 and run under
-  ``qemu-aarch64``, checks the NEON classifier against the portable one (the
-  package itself is not run on arm64 here: docs/usage.md says what is not).
+* ``tests/classify_check.c`` and ``tests/lanes_check.c``, cross-compiled for
+  aarch64 and run under ``qemu-aarch64``, check the NEON classifier and the
+  NEON helpers (ASCII runs, id lanes) against the portable ones, and natively
+  the SSE2 ones (the package itself is not run on arm64 here: docs/usage.md
+  says what is not).
 
 ``.ci/run`` installs qemu-user and gcc-aarch64-linux-gnu; without them these
 tests are skipped, saying so.
@@ -35,9 +37,9 @@ def test_exact_on_an_emulated_cpu_with_its_default_path(cpu, path):
     assert out.returncode == 0 and out.stdout.split() == ["ok", path], (out.stdout[-2000:], out.stderr[-3000:])
 
 
-def compile_and_run(tmp_path, compiler: list, runner: list) -> list[str]:
-    binary = str(tmp_path / "classify_check")
-    subprocess.run([*compiler, "-O2", "-Wall", "-Werror", os.path.join(TESTS, "classify_check.c"), "-o", binary],
+def compile_and_run(tmp_path, compiler: list, runner: list, source: str = "classify_check.c") -> list[str]:
+    binary = str(tmp_path / source.replace(".c", ""))
+    subprocess.run([*compiler, "-O2", "-Wall", "-Werror", os.path.join(TESTS, source), "-o", binary],
                    check=True, capture_output=True, text=True)
     out = subprocess.run([*runner, binary], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stdout[-2000:]
@@ -48,6 +50,20 @@ def compile_and_run(tmp_path, compiler: list, runner: list) -> list[str]:
                     reason="needs aarch64-linux-gnu-gcc and qemu-aarch64 (Debian's gcc-aarch64-linux-gnu, qemu-user)")
 def test_the_neon_classifier_equals_the_portable_one(tmp_path):
     assert compile_and_run(tmp_path, ["aarch64-linux-gnu-gcc", "-static"], ["qemu-aarch64"]) == ["neon", "81921"]
+
+
+@pytest.mark.skipif(shutil.which("aarch64-linux-gnu-gcc") is None or shutil.which("qemu-aarch64") is None,
+                    reason="needs aarch64-linux-gnu-gcc and qemu-aarch64 (Debian's gcc-aarch64-linux-gnu, qemu-user)")
+def test_the_neon_lane_helpers_equal_the_portable_ones(tmp_path):
+    found = compile_and_run(tmp_path, ["aarch64-linux-gnu-gcc", "-static"], ["qemu-aarch64"], "lanes_check.c")
+    assert found[:2] == ["neon", "neon"] and int(found[2]) > 100_000
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64" or shutil.which("gcc") is None,
+                    reason="the x86-64 helpers need an x86-64 machine and gcc")
+def test_the_sse2_lane_helpers_equal_the_portable_ones(tmp_path):
+    found = compile_and_run(tmp_path, ["gcc"], [], "lanes_check.c")
+    assert found[:2] == ["sse2", "sse2"] and int(found[2]) > 100_000
 
 
 @pytest.mark.skipif(platform.machine() != "x86_64" or shutil.which("gcc") is None,
