@@ -89,7 +89,8 @@ def test_decode(benchmark, sample, settings, candidate, name):
 
 
 COUNTERS = {"bpe": ("count(text)", lambda t, s: t.count(s)),
-            "tiktoken": ('len(encode(text, allowed_special="all"))', lambda t, s: len(t.encode(s, allowed_special="all"))),
+            "tiktoken": ('len(encode(text, allowed_special="all"))',
+                         lambda t, s: len(t.encode(s, allowed_special="all"))),
             "gigatoken": ("len(encode(text))", lambda t, s: len(t.encode(s))),
             "tokenizers": ("len(encode(text).ids)", lambda t, s: len(t.encode(s).ids))}
 
@@ -102,5 +103,6 @@ def test_count(benchmark, sample, settings, library, name):
     fresh = make(library, name)
     call, count = COUNTERS[library]
     describe(benchmark, f"count the tokens of one text, cold, {name}", library, call, "int", sample.mb)
-    total = benchmark.pedantic(count, setup=lambda: ((fresh(), fresh_copies([sample.text])[0]), {}), rounds=settings["rounds"])
+    total = benchmark.pedantic(count, setup=lambda: ((fresh(), fresh_copies([sample.text])[0]), {}),
+                               rounds=settings["rounds"])
     assert total == len(bpe.load(name).encode(sample.text))
