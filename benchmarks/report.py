@@ -134,12 +134,28 @@ def rss(entry: dict) -> str:
     return f", {peak:.0f} MiB" if peak else ""
 
 
-#: What a task's columns are: a vocabulary, or a training's vocabulary size.
-COLUMN = re.compile(r",? (gpt2|cl100k_base|o200k_base|vocab \d+)(?=[ ,]|$)")
+#: What a task's columns are: the vocabulary or a training's size, a call's
+#: length, cold or warm; what is left of a group's name is the task.
+COLUMNS = [re.compile(r",? (gpt2|cl100k_base|o200k_base|vocab \d+)(?=[ ,]|$)"),
+           re.compile(r" on (\d+ chars)(?=,)"), re.compile(r", (cold|warm)(?=,)")]
+
+
+def split_group(group: str) -> tuple[str, str]:
+    """``(task, column)`` of a group's name."""
+    parts = []
+    for pattern in COLUMNS:
+        found = pattern.search(group)
+        if found:
+            parts.append(found.group(1))
+            group = pattern.sub("", group, count=1)
+    return group, " ".join(parts)
 
 
 def column_order(column: str) -> tuple:
-    return (0, NAMES.index(column)) if column in NAMES else (1, int(column.split()[-1]) if column else 0)
+    words = column.split()
+    vocabulary = next((NAMES.index(w) for w in words if w in NAMES), len(NAMES))
+    numbers = [int(w) for w in words if w.isdigit()]
+    return (vocabulary, numbers, "warm" in words)
 
 
 def megabytes(mb: float) -> str:
@@ -158,9 +174,8 @@ def group_tables(groups: dict[str, list[dict]]) -> str:
     first, and its peak memory where a script measured it."""
     tasks: dict[str, dict[str, list[dict]]] = collections.defaultdict(dict)
     for group, entries in groups.items():
-        found = COLUMN.search(group)
-        task = COLUMN.sub("", group, count=1) if found else group
-        tasks[task][found.group(1) if found else ""] = entries
+        task, column = split_group(group)
+        tasks[task][column] = entries
     out = []
     for task in sorted(tasks):
         by_name = tasks[task]

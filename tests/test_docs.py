@@ -75,8 +75,18 @@ def given_names() -> dict:
             "LLAMA3_PATTERN": bpe.PATTERNS["llama3"]}
 
 
+@pytest.fixture
+def ray_stopped_after():
+    """The README starts a local Ray cluster (``distributed.train``): it is shut
+    down here, in the test, not by Ray's exit handler, which can hang while the
+    interpreter is finalizing."""
+    yield
+    if "ray" in sys.modules and sys.modules["ray"].is_initialized():
+        sys.modules["ray"].shutdown()
+
+
 @pytest.mark.parametrize("page", PAGES)
-def test_the_python_examples_run(page, sandbox, monkeypatch):
+def test_the_python_examples_run(page, sandbox, monkeypatch, ray_stopped_after):
     monkeypatch.chdir(sandbox)
     namespace = given_names()
     ran = 0
