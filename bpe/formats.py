@@ -269,7 +269,6 @@ def _to_gpt2_text(token: bytes, encoder: dict[int, str]) -> str:
 
 
 @functools.lru_cache(maxsize=None)
-@functools.lru_cache(maxsize=None)
 def _gpt2_translation() -> tuple[dict[int, int], "regex.Pattern"]:
     """``str.translate`` table from GPT-2's characters to the Latin-1 character of
     each byte, and a regex of text made only of GPT-2's characters: a token is
@@ -346,20 +345,15 @@ def _read_gpt2_texts(vocab_json) -> dict[int, str]:
     if not isinstance(encoded, dict):
         raise TokenizerFileError(f"{vocab_json}: expected a JSON object of token -> id")
     ids = list(encoded.values())
-    # The checks at C speed; where one fails, a loop finds the token to name.
-    whole = set(map(type, ids)) <= {int} and all(0 <= token_id < 2**63 for token_id in (min(ids, default=0),
-                                                                                            max(ids, default=0)))
-    if whole:
-        ordered = np.sort(np.array(ids, dtype=np.int64))
-        whole = not (ordered[1:] == ordered[:-1]).any()
-    if not whole:
-        vocab = {}
+    # The checks at C speed; where one fails, the loop finds the entry to name.
+    if not (set(map(type, ids)) <= {int} and min(ids, default=0) >= 0 and len(set(ids)) == len(ids)):
+        seen = set()
         for text, token_id in encoded.items():
             if not isinstance(token_id, int) or isinstance(token_id, bool) or token_id < 0:
                 raise TokenizerFileError(f"{vocab_json}: token {text!r} has id {token_id!r}, not an int >= 0")
-            if token_id in vocab:
+            if token_id in seen:
                 raise TokenizerFileError(f"{vocab_json}: id {token_id} is given to two tokens")
-            vocab[token_id] = text
+            seen.add(token_id)
     vocab = dict(zip(ids, encoded))
     if _gpt2_text_bytes("".join(vocab.values())) is None:
         bad = next(text for text in vocab.values() if _gpt2_text_bytes(text) is None)

@@ -315,7 +315,7 @@ class Tokenizer:
     def encode_to_numpy(self, text: str, *, dtype=None, allowed_special="all",
                         disallowed_special=(), add_special_tokens: bool = False) -> np.ndarray:
         """The ids as a numpy array: uint16 when every id fits, else uint32 (or ``dtype``)."""
-        if dtype is None and allowed_special == "all" and not disallowed_special and not add_special_tokens:
+        if dtype is None and allowed_special == "all" and not (disallowed_special or add_special_tokens):
             short = self._short or self._short_calls()
             if short is not None:
                 ids = short.to_array(text, self._narrow)
