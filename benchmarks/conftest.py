@@ -107,13 +107,6 @@ def pure_sample(tmp_path_factory, settings) -> Sample:
     return _sample(tmp_path_factory, settings["corpus"], min(settings["chars"], PURE_CHARS), "pure")
 
 
-def fresh_copies(texts: list[str]) -> list[str]:
-    """New str objects equal to ``texts``, for a cold round: tiktoken and gigatoken
-    keep a str's UTF-8 in the object once read, so the same objects would encode
-    faster the second time whatever the library's own caches hold."""
-    return [t.encode("utf-8", "surrogatepass").decode("utf-8", "surrogatepass") for t in texts]
-
-
 def require(library: str) -> None:
     """Skip, naming the library, unless it is installed."""
     pytest.importorskip(library, reason=f"{library} is not installed (pip install -e \".[peers]\")")

@@ -7,25 +7,19 @@ Peers: ``pip install -e ".[peers]"``.
 """
 from __future__ import annotations
 
-import gzip
 import hashlib
 import importlib.metadata
 import os
-import shutil
 import tempfile
 
 import bpe
+from bpe.tiktoken.load import BLOB, SHIPPED_FILES
 
-DATA = os.path.join(os.path.dirname(bpe.__file__), "data")
 LIBRARIES = ["bpe", "tiktoken", "gigatoken", "tokenizers", "rustbpe", "numpy", "regex"]
-_BLOB = "https://openaipublic.blob.core.windows.net/"
-#: tiktoken's download addresses and the shipped copies of those files.
-_TIKTOKEN_FILES = {
-    _BLOB + "gpt-2/encodings/main/vocab.bpe": "gpt2_vocab.bpe.gz",
-    _BLOB + "gpt-2/encodings/main/encoder.json": "gpt2_encoder.json.gz",
-    _BLOB + "encodings/cl100k_base.tiktoken": "cl100k_base.tiktoken.gz",
-    _BLOB + "encodings/o200k_base.tiktoken": "o200k_base.tiktoken.gz",
-}
+#: The files tiktoken downloads for gpt2, cl100k_base and o200k_base (the
+#: package answers each address with the shipped copy: ``SHIPPED_FILES``).
+TIKTOKEN_FILES = [BLOB + "gpt-2/encodings/main/vocab.bpe", BLOB + "gpt-2/encodings/main/encoder.json",
+                  BLOB + "encodings/cl100k_base.tiktoken", BLOB + "encodings/o200k_base.tiktoken"]
 
 
 def versions() -> dict[str, str]:
@@ -45,17 +39,22 @@ def _scratch() -> str:
     return directory
 
 
+def _write_once(path: str, data) -> str:
+    """``path``, written from ``data()`` unless it is there already (whole or not at all)."""
+    if not os.path.exists(path):
+        with open(path + ".part", "wb") as f:
+            f.write(data())
+        os.replace(path + ".part", path)
+    return path
+
+
 def _tiktoken_cache() -> str:
     """A tiktoken cache holding the shipped files under the names tiktoken looks
     for (the sha1 of the address; tiktoken checks each file's sha256 itself)."""
     cache = os.path.join(_scratch(), "tiktoken-cache")
     os.makedirs(cache, exist_ok=True)
-    for url, file_name in _TIKTOKEN_FILES.items():
-        target = os.path.join(cache, hashlib.sha1(url.encode()).hexdigest())
-        if not os.path.exists(target):
-            with gzip.open(os.path.join(DATA, file_name)) as source, open(target + ".part", "wb") as f:
-                shutil.copyfileobj(source, f)
-            os.replace(target + ".part", target)
+    for url in TIKTOKEN_FILES:
+        _write_once(os.path.join(cache, hashlib.sha1(url.encode()).hexdigest()), SHIPPED_FILES[url])
     return cache
 
 
@@ -76,12 +75,8 @@ def tiktoken_factory(name: str):
 
 def rank_file(name: str) -> str:
     """The shipped rank file of ``name``, uncompressed (what gigatoken reads)."""
-    path = os.path.join(_scratch(), f"{name}.tiktoken")
-    if not os.path.exists(path):
-        with gzip.open(os.path.join(DATA, f"{name}.tiktoken.gz")) as source, open(path + ".part", "wb") as f:
-            shutil.copyfileobj(source, f)
-        os.replace(path + ".part", path)
-    return path
+    return _write_once(os.path.join(_scratch(), f"{name}.tiktoken"),
+                       SHIPPED_FILES[BLOB + f"encodings/{name}.tiktoken"])
 
 
 def tokenizer_json(name: str) -> str:

@@ -85,13 +85,10 @@ def duration(seconds: float) -> str:
     return f"{seconds * 1e3:.3g} ms" if seconds >= 1e-3 else f"{seconds * 1e6:.3g} µs"
 
 
-def value(entry: dict) -> str:
-    """MB/s at the best round where a size is known, else the best round's time."""
-    seconds, mb = entry["stats"]["min"], entry["extra_info"].get("mb", 0)
-    if mb >= 1e-3:
-        rate = mb / seconds
-        return f"{rate:.0f}" if rate >= 10 else f"{rate:.2g}"
-    return duration(seconds)
+def figure(entry: dict, key: str) -> str:
+    """A round's MB/s where a size is known, else its time."""
+    seconds, mb = entry["stats"][key], entry["extra_info"].get("mb", 0)
+    return f"{mb / seconds:.3g}" if mb >= 1e-3 else duration(seconds)
 
 
 def label(entry: dict) -> str:
@@ -122,7 +119,7 @@ def summary_table(groups: dict[str, list[dict]], corpus: str) -> str:
             for entries in found:
                 for entry in entries:
                     if entry["extra_info"]["library"] == library:
-                        calls.setdefault(label(entry), []).append(value(entry) + rss(entry))
+                        calls.setdefault(label(entry), []).append(figure(entry, "min") + rss(entry))
             cells.append("<br>".join(f"{' / '.join(values)} {call}" for call, values in calls.items()) or "–")
         unit = "MB/s" if found[0] and found[0][0]["extra_info"].get("mb", 0) >= 1e-3 else "time"
         rows.append(f"| {task}, {unit} | " + " | ".join(cells) + " |")
@@ -160,12 +157,6 @@ def column_order(column: str) -> tuple:
 
 def megabytes(mb: float) -> str:
     return f"{mb:.3g} MB" if mb < 100 else f"{mb:,.0f} MB"
-
-
-def figure(entry: dict, key: str) -> str:
-    """A round's MB/s where a size is known, else its time."""
-    seconds, mb = entry["stats"][key], entry["extra_info"].get("mb", 0)
-    return f"{mb / seconds:.3g}" if mb >= 1e-3 else duration(seconds)
 
 
 def group_tables(groups: dict[str, list[dict]]) -> str:

@@ -11,7 +11,8 @@ import sys
 import pytest
 
 import bpe
-from conftest import describe, fresh_copies, require
+from _measure import fresh_copies
+from conftest import describe, require
 from peers import factory, rank_file, tokenizer_json, use_shipped_files_in_tiktoken
 
 NAMES = ["gpt2", "cl100k_base", "o200k_base"]

@@ -14,7 +14,8 @@ import pytest
 import bpe
 import bpe.tiktoken
 from bpe import pure
-from conftest import describe, fresh_copies, require
+from _measure import fresh_copies
+from conftest import describe, require
 from peers import factory
 
 NAMES = ["gpt2", "cl100k_base", "o200k_base"]

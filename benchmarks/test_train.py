@@ -13,7 +13,6 @@ import bpe
 from bpe import pure
 from conftest import EOT, describe, documents, require
 
-GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 PURE_VOCAB = 256 + 1 + 200
 
 
@@ -25,7 +24,7 @@ def train_rustbpe(path, text, vocab_size):
     import rustbpe
 
     tok = rustbpe.Tokenizer()
-    tok.train_from_iterator(iter(documents(text)), vocab_size - 1, pattern=GPT2_PATTERN)
+    tok.train_from_iterator(iter(documents(text)), vocab_size - 1, pattern=bpe.PATTERNS["gpt2"])
     return tok.vocab_size + 1
 
 
