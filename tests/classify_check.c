@@ -12,15 +12,8 @@
 #include <string.h>
 
 #include "../bpe/_classify.h"
+#include "check_random.h"
 
-static uint64_t state = 0x9E3779B97F4A7C15ULL;
-
-static uint64_t next_random(void) {   /* xorshift64* */
-    state ^= state >> 12;
-    state ^= state << 25;
-    state ^= state >> 27;
-    return state * 0x2545F4914F6CDD1DULL;
-}
 
 static const char *const NAMES[] = {"upper", "lower", "digit", "space", "blank", "newline", "quote", "slash", "high"};
 

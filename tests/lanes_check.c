@@ -13,15 +13,7 @@
 
 #include "../bpe/_shortcache.h"
 #include "../bpe/_utf8.h"
-
-static uint64_t state = 0x9E3779B97F4A7C15ULL;
-
-static uint64_t next_random(void) {   /* xorshift64* */
-    state ^= state >> 12;
-    state ^= state << 25;
-    state ^= state >> 27;
-    return state * 0x2545F4914F6CDD1DULL;
-}
+#include "check_random.h"
 
 /* Code units that are not ASCII, each just past a boundary the paths test. */
 static const uint32_t OTHERS[] = {0x80, 0x81, 0xC3, 0xFF, 0x100, 0x180, 0x7FF, 0x800, 0xFF80, 0xFFFF,
