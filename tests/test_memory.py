@@ -202,11 +202,14 @@ def test_building_an_encoder_fails_cleanly():
         assert result is MemoryError or result == expected, n
 
 
-def test_finding_special_tokens_fails_cleanly():
-    data = b"a<|x|>" * 5000
-    expected = _scanner.find_special_spans(data, [b"<|x|>"])
-    for n in failure_points(lambda: _scanner.find_special_spans(data, [b"<|x|>"])):
-        result, _ = with_failure_at(n, lambda: _scanner.find_special_spans(data, [b"<|x|>"]))
+@pytest.mark.parametrize("needles", [[b"<|x|>"], [bytes([c]) + b"|>" for c in b"<abcdefghijklmnopq"]])
+def test_finding_special_tokens_fails_cleanly(needles):
+    # One needle, and enough to be found by an index of first bytes (built per search).
+    data = b"a<|x|>b|>" * 5000
+    expected = _scanner.find_special_spans(data, needles)
+    assert expected
+    for n in failure_points(lambda: _scanner.find_special_spans(data, needles)):
+        result, _ = with_failure_at(n, lambda: _scanner.find_special_spans(data, needles))
         assert result is MemoryError or result == expected, n
 
 
