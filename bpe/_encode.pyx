@@ -621,6 +621,67 @@ def holds_any(text, const uint8_t[::1] marked):
     return found
 
 
+cdef inline uint32_t point_at(const void* source, int kind, Py_ssize_t k) noexcept nogil:
+    """The code point ``k`` of a str's characters (``str_parts``' kind)."""
+    if kind == 0 or kind == 1:
+        return (<const uint8_t*>source)[k]
+    if kind == 2:
+        return (<const uint16_t*>source)[k]
+    return (<const uint32_t*>source)[k]
+
+
+def holds_any_of(text, const uint8_t[::1] marked, tuple needles):
+    """Whether one of ``needles`` (non-empty str) occurs in ``text`` (a str):
+    where a code point whose bit is set in ``marked`` (``holds_any``'s bitmap,
+    the needles' first code points) is, each needle is compared, in place and
+    without the GIL. A search per needle cost more than encoding the text."""
+    cdef const void* source
+    cdef Py_ssize_t n, k, j, m, count = len(needles)
+    cdef int kind
+    cdef uint32_t point
+    cdef bint found = False
+    cdef const void** sources = NULL
+    cdef Py_ssize_t* lengths = NULL
+    cdef int* kinds = NULL
+    if not isinstance(text, str):
+        raise TypeError(f"text is {type(text).__name__}, not str")
+    if marked.shape[0] < 0x110000 // 8:
+        raise ValueError(f"marked holds {marked.shape[0]} bytes, not {0x110000 // 8}")
+    for needle in needles:
+        if not isinstance(needle, str) or not needle:
+            raise ValueError(f"a needle is {needle!r}, not a non-empty str")
+    str_parts(text, &source, &n, &kind)
+    sources = <const void**>mem_alloc((count + 1) * sizeof(void*))
+    lengths = <Py_ssize_t*>mem_alloc((count + 1) * sizeof(Py_ssize_t))
+    kinds = <int*>mem_alloc((count + 1) * sizeof(int))
+    try:
+        if sources == NULL or lengths == NULL or kinds == NULL:
+            raise MemoryError()
+        for j in range(count):
+            str_parts(needles[j], &sources[j], &lengths[j], &kinds[j])
+        with nogil:
+            for k in range(n):
+                point = point_at(source, kind, k)
+                if not (marked[point >> 3] >> (point & 7)) & 1:
+                    continue
+                for j in range(count):
+                    if lengths[j] > n - k or point_at(sources[j], kinds[j], 0) != point:
+                        continue
+                    m = 1
+                    while m < lengths[j] and point_at(sources[j], kinds[j], m) == point_at(source, kind, k + m):
+                        m += 1
+                    if m == lengths[j]:
+                        found = True
+                        break
+                if found:
+                    break
+    finally:
+        mem_free(sources)
+        mem_free(lengths)
+        mem_free(kinds)
+    return found
+
+
 cdef int utf8_of_strs(Bytes* buffer, Py_ssize_t n_texts, const void** sources,
                       const Py_ssize_t* n_points, const int* kinds, const uint8_t** starts,
                       int64_t* lengths) noexcept nogil:

@@ -31,7 +31,8 @@ cdef enum:
     PATTERN_O200K = 2
     PATTERN_LLAMA3 = 3       # cl100k's older spelling, as Llama 3 ships it (see _scanner.pyx)
     PATTERN_QWEN2 = 4        # Llama 3's with one digit a pre-token
-    N_PATTERNS = 5
+    PATTERN_DEEPSEEK_V3 = 5  # three Splits in turn (bpe.patterns.DEEPSEEK_V3_SPLITS)
+    N_PATTERNS = 6
 
 
 # A scan of valid UTF-8 ``s[:n]`` with a built-in pattern. ``classify`` makes

@@ -27,6 +27,11 @@ llama3  ``(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}
         pre-tokens but for a white-space run that reaches the text's end, which
         ``\\s*[\\r\\n]+`` splits after its last CR or LF, as o200k's does.
 qwen2   llama3 with ``\\p{N}`` for ``\\p{N}{1,3}``: each digit a pre-token.
+deepseek_v3  ``\\p{N}{1,3}`` first, then runs of CJK characters (``K``, a
+        range of code points), then on each stretch between and each run of K
+        ``[!-/:-@[-`{-~][A-Za-z]+|[^\\r\\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\\r\\n]*``
+        ``|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+``, its unmatched runs kept: three
+        Splits in turn, each stretch a text of its own (no SIMD starts yet).
 o200k   ``P?U*W+C?|P?U+W*C?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+``
         with P = ``[^\\r\\n\\p{L}\\p{N}]``, U = ``[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]``,
         W = ``[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]``, C the case-insensitive contractions.
@@ -75,9 +80,14 @@ cdef enum:
     SPACE = 4        # \s
     UPPERISH = 8     # [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]
     LOWERISH = 16    # [\p{Ll}\p{Lm}\p{Lo}\p{M}]
+    MARK = 32        # \p{M}
+    SYMBOL = 64      # [\p{P}\p{S}]
 
+#: The patterns whose scans read no window of starts (scanner_init): byte by
+#: byte on every block-classifier path.
+BYTE_BY_BYTE_PATTERNS = frozenset({"deepseek_v3"})
 PATTERN_IDS = {"gpt2": PATTERN_GPT2, "cl100k": PATTERN_CL100K, "o200k": PATTERN_O200K,
-               "llama3": PATTERN_LLAMA3, "qwen2": PATTERN_QWEN2}
+               "llama3": PATTERN_LLAMA3, "qwen2": PATTERN_QWEN2, "deepseek_v3": PATTERN_DEEPSEEK_V3}
 
 # The tables, owned by numpy arrays kept alive in _tables; built on first use,
 # for the ASCII code points only until text that is not ASCII is scanned
@@ -458,6 +468,89 @@ cdef Py_ssize_t next_o200k(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexcep
     return last_start             # \s+(?!\S)
 
 
+cdef inline bint is_cjk(uint32_t cp) noexcept nogil:
+    """Whether DeepSeek V3's second Split takes the code point: [一-龥\u3040-ゟ゠-ヿ]."""
+    return 0x3040 <= cp <= 0x30FF or 0x4E00 <= cp <= 0x9FA5
+
+
+cdef inline Py_ssize_t run_within(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, uint8_t mask,
+                                  bint cjk) noexcept nogil:
+    """The end of the run of code points from ``i`` whose class has a bit of
+    ``mask`` and that are CJK characters (``cjk``) or are not."""
+    cdef Py_ssize_t j
+    cdef uint32_t cp
+    while i < n:
+        if s[i] < 0x80:
+            if cjk or not (CLASS[s[i]] & mask):
+                break
+            i += 1
+        else:
+            cp = code_point(s, i, &j)
+            if not (CLASS[cp] & mask) or is_cjk(cp) != cjk:
+                break
+            i = j
+    return i
+
+
+cdef inline bint word_within(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, bint cjk,
+                             Py_ssize_t* next_i) noexcept nogil:
+    """Whether ``[\\p{L}\\p{M}]`` of the same stretch (CJK or not) is at ``i``."""
+    cdef uint32_t cp
+    if i >= n:
+        return False
+    cp = code_point(s, i, next_i)
+    return (CLASS[cp] & (LETTER | MARK)) != 0 and is_cjk(cp) == cjk
+
+
+cdef Py_ssize_t next_deepseek_v3(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t j, k, end, last_start, last_newline_end
+    cdef uint32_t next_cp
+    cdef uint32_t cp = code_point(s, i, &j)
+    cdef uint8_t c = CLASS[cp]
+    cdef bint cjk = is_cjk(cp)
+    if c & NUMBER:
+        return run_numbers(s, i, n, 3)                  # the first Split's pieces stay whole
+    # [!-/:-@[-`{-~][A-Za-z]+
+    if cp < 0x80 and (c & SYMBOL) and j < n and s[j] < 0x80 and (CLASS[s[j]] & LETTER):
+        k = j
+        while k < n and s[k] < 0x80 and (CLASS[s[k]] & LETTER):
+            k += 1
+        return k
+    # [^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+, first with the optional character
+    if cp != 13 and cp != 10 and not (c & (LETTER | SYMBOL)) and word_within(s, j, n, cjk, &k):
+        return run_within(s, k, n, LETTER | MARK, cjk)
+    if c & (LETTER | MARK):
+        return run_within(s, j, n, LETTER | MARK, cjk)
+    # " ?[\p{P}\p{S}]+[\r\n]*" (a space, CR and LF are never CJK characters)
+    if cp == 32 and j < n:
+        next_cp = code_point(s, j, &k)
+        if (CLASS[next_cp] & SYMBOL) and not is_cjk(next_cp):
+            return run_bytes(s, run_within(s, k, n, SYMBOL, False), n, False)
+    if c & SYMBOL:
+        end = run_within(s, j, n, SYMBOL, cjk)
+        return end if cjk else run_bytes(s, end, n, False)
+    if c & SPACE:
+        end = whitespace(s, i, n, &last_start, &last_newline_end)
+        if last_newline_end > 0:
+            return last_newline_end   # \s*[\r\n]+
+        if end == n or last_start == i:
+            return end                # \s+(?!\S) to the stretch's end, or \s+
+        next_cp = code_point(s, end, &k)
+        if (CLASS[next_cp] & NUMBER) or is_cjk(next_cp):
+            return end                # \s+(?!\S) where the stretch ends
+        return last_start             # \s+(?!\S)
+    # Unmatched: up to where a branch matches, or the stretch ends.
+    k = j
+    while k < n:
+        cp = code_point(s, k, &end)
+        if (CLASS[cp] & (NUMBER | SPACE | LETTER | MARK | SYMBOL)) or is_cjk(cp) != cjk:
+            break
+        if word_within(s, end, n, cjk, &last_start):
+            break
+        k = end
+    return k
+
+
 cdef Py_ssize_t next_pretoken(int pattern, const uint8_t* s, Py_ssize_t i,
                               Py_ssize_t n) noexcept nogil:
     if pattern == PATTERN_GPT2:
@@ -468,6 +561,8 @@ cdef Py_ssize_t next_pretoken(int pattern, const uint8_t* s, Py_ssize_t i,
         return next_cl100k(s, i, n, 3, False)
     if pattern == PATTERN_QWEN2:
         return next_cl100k(s, i, n, 1, False)
+    if pattern == PATTERN_DEEPSEEK_V3:
+        return next_deepseek_v3(s, i, n)
     return next_o200k(s, i, n)
 
 
@@ -475,7 +570,10 @@ cdef void scanner_init(Scanner* sc, int pattern, const uint8_t* s, Py_ssize_t n)
     sc.s = s
     sc.n = n
     sc.pattern = pattern
-    sc.classify = CLASSIFY_GPT2 if pattern == PATTERN_GPT2 else CLASSIFY
+    if pattern == PATTERN_DEEPSEEK_V3:
+        sc.classify = NULL      # the byte-by-byte scanner alone (no window rules for it)
+    else:
+        sc.classify = CLASSIFY_GPT2 if pattern == PATTERN_GPT2 else CLASSIFY
     sc.spread = SPREAD
     sc.window = -64             # no window of starts
     sc.starts = 0

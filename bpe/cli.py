@@ -399,7 +399,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="a special token, never merged, split out of the text first (repeat the option "
                             "for more; the first also separates documents when encoding)")
     train.add_argument("--pattern", default="gpt2",
-                       help="the pre-tokenizer: gpt2, cl100k, o200k, llama3, qwen2 or a regex (default gpt2)")
+                       help="the pre-tokenizer: gpt2, cl100k, o200k, llama3, qwen2, deepseek_v3 or a regex "
+                            "(default gpt2)")
     train.add_argument("--min-frequency", type=int, default=1, metavar="N",
                        help="stop before a merge whose pair occurs fewer than N times (default 1)")
     train.add_argument("--workers", type=int, default=None, help="workers (default: all cores)")

@@ -286,12 +286,13 @@ class Encoder:
 
     def _kernel_may_encode(self, text: str, allowed: Sequence[str]) -> bool:
         """Whether the kernel alone gives the pipeline's ids for ``text``: the
-        pipeline's steps are a pattern and plain added tokens, and its
-        normalizer leaves each stretch between those tokens as it is (ASCII
-        text, always, under Unicode normalization forms)."""
+        pipeline's steps are a pattern and plain added tokens (or tokens of
+        both kinds, only one of which occurs in ``text``), and its normalizer
+        leaves each stretch between those tokens as it is (ASCII text, always,
+        under Unicode normalization forms)."""
         pipeline = self.pipeline
         if not pipeline.simple:
-            return False
+            return pipeline.second_kind is not None and pipeline.lacks_second_kind(text, allowed)
         if pipeline.ascii_unchanged and text.isascii():
             return True
         return pipeline.unchanged(text, special_spans(text, allowed) if allowed else ())

@@ -39,12 +39,13 @@ import os
 import unicodedata
 from typing import Callable, NamedTuple, Optional, Sequence
 
-from bpe._encode import holds_any
+from bpe._encode import holds_any, holds_any_of
 from bpe.errors import TokenizerFileError
 from bpe.files import atomic_write_text
 from bpe.formats import HF_FILE_NAME, RankTable, _from_gpt2_text, _read_bytes, _to_gpt2_text, gpt2_byte_encoder
 from bpe.onig import compile_onig, find_iter, split
-from bpe.patterns import SPELLED_OUT_GPT2_PATTERN, canonical_pattern, pattern_regex
+from bpe.patterns import (DEEPSEEK_V3_PATTERN, DEEPSEEK_V3_SPLITS, SPELLED_OUT_GPT2_PATTERN, canonical_pattern,
+                          pattern_regex)
 from bpe.unicode import as_reference
 from bpe.vocabulary import MAX_ID
 
@@ -212,7 +213,8 @@ class PreTokenizer:
     @property
     def pattern(self) -> Optional[str]:
         """The one regex (Oniguruma's) whose isolated matches are the pieces, when
-        the steps amount to that; "" for no split at all; None otherwise."""
+        the steps amount to that (DeepSeek V3's three Splits among them); "" for
+        no split at all; None otherwise."""
         regexes = []
         for step in self.steps:
             kind = step["type"]
@@ -231,6 +233,8 @@ class PreTokenizer:
                     regexes.append(regex.escape(source["String"]))
             else:
                 return None
+        if tuple(regexes) == DEEPSEEK_V3_SPLITS:
+            return DEEPSEEK_V3_PATTERN
         if len(regexes) > 1 or (regexes and _matches_empty(regexes[0])):
             return None
         return regexes[0] if regexes else ""
@@ -347,10 +351,19 @@ class Pipeline:
         self.simple = self._simple()
         #: ... and the normalizer leaves every ASCII text unchanged.
         self.ascii_unchanged = all(step["type"] in NORMALIZATION_FORMS for step in self.normalizer.steps)
+        #: Where ``simple`` is false only for added tokens of both kinds (``normalized``
+        #: or not; DeepSeek V3's) with no normalizer: the normalized ones. Each of
+        #: tokenizers' two passes finds nothing the other could, so one pass over
+        #: all gives its cuts in a text where none of these occurs (``lacks_second_kind``).
+        self.second_kind = tuple(token.content for token in self.added if token.normalized) if (
+            not self.simple and self.normalizer.identity and self.pre_tokenizer.pattern is not None
+            and not any(token.lstrip or token.rstrip or token.single_word for token in self.added)) else None
+        self._second_kind_last: tuple = (None, (), None)
 
     def __getstate__(self):
         state = self.__dict__.copy()
         state["_tries"] = {}
+        state["_second_kind_last"] = (None, (), None)
         return state
 
     def __setstate__(self, state):
@@ -388,6 +401,21 @@ class Pipeline:
                 return False
             at = end
         return self.normalizer.unchanged(text[at:])
+
+    def lacks_second_kind(self, text: str, allowed) -> bool:
+        """Whether no allowed token of ``second_kind`` occurs in ``text`` (which
+        the kernel may then encode)."""
+        last, forms, first_points = self._second_kind_last
+        if allowed is not last:                 # most calls pass the same object as the last
+            import numpy as np
+
+            allowed_set = frozenset(allowed)
+            forms = tuple(form for form in self.second_kind if form in allowed_set)
+            marked = np.zeros(0x110000, dtype=bool)
+            marked[[ord(form[0]) for form in forms]] = True
+            first_points = np.packbits(marked, bitorder="little")
+            self._second_kind_last = (allowed, forms, first_points)
+        return not forms or not holds_any_of(text, first_points, forms)
 
     # ------------------------------------------------------------ added tokens
 

@@ -38,9 +38,45 @@ LLAMA3_PATTERN = (r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N
 #: Qwen2's (its tokenizer.json, and qwen.tiktoken's): Llama 3's with one digit a pre-token.
 QWEN2_PATTERN = LLAMA3_PATTERN.replace(r"\p{N}{1,3}", r"\p{N}")
 
+#: DeepSeek V3's pre-tokenizer (its tokenizer.json) is three isolated Splits in
+#: turn, as the file spells them (CR and LF as characters): digits by threes, then runs of CJK ideographs
+#: and kana, then this pattern on each stretch left between.
+DEEPSEEK_V3_SPLITS = (
+    r"\p{N}{1,3}",
+    "[一-龥\u3040-ゟ゠-ヿ]+",
+    (r"""[!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+"""
+     r"""| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""").replace(r"\r\n", "\r\n"),
+)
+_CJK = "一-龥\u3040-ゟ゠-ヿ"
+#: ... which is this one pattern. The third Split runs on every piece the first
+#: two make: a run of digits stays whole (no branch of it matches a digit), but
+#: a run of CJK characters is cut as any text is (``゠`` is punctuation, ``ー``
+#: a letter, ``\u3040`` unassigned). So the third's branches come twice, once
+#: held to CJK characters and once to the rest, each with ``(?!\S)`` true where
+#: its stretch ends, and a last branch for each for the runs they leave
+#: unmatched (which a Split keeps as pieces). ``tests/test_huggingface_pipeline.py``
+#: checks it against ``tokenizers`` running the three Splits.
+_NOT = f"(?![{_CJK}])"     # the next character is not a CJK one ...
+_IS = f"(?=[{_CJK}])"      # ... or is
+DEEPSEEK_V3_PATTERN = "|".join([
+    r"\p{N}{1,3}",
+    # CJK characters: letters and marks (after a mark or an unassigned one), punctuation, the rest
+    rf"(?:{_IS}[^\p{{L}}\p{{P}}\p{{S}}])?(?:{_IS}[\p{{L}}\p{{M}}])+",
+    rf"(?:{_IS}[\p{{P}}\p{{S}}])+",
+    rf"(?:{_IS}[^\p{{L}}\p{{M}}\p{{P}}\p{{S}}](?!{_IS}[\p{{L}}\p{{M}}]))+",
+    # the rest
+    r"""[!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+""",
+    rf"[^\r\n\p{{L}}\p{{P}}\p{{S}}\p{{N}}{_CJK}]?(?:{_NOT}[\p{{L}}\p{{M}}])+",
+    rf" ?(?:{_NOT}[\p{{P}}\p{{S}}])+[\r\n]*",
+    r"\s*[\r\n]+",
+    rf"\s+(?![^\s\p{{N}}{_CJK}])",
+    r"\s+",
+    rf"(?:[^\s\p{{L}}\p{{M}}\p{{P}}\p{{S}}\p{{N}}{_CJK}](?!{_NOT}[\p{{L}}\p{{M}}]))+",
+])
+
 #: The built-in patterns by name; tiktoken's encoding names are aliases.
 PATTERNS = {"gpt2": GPT2_PATTERN, "cl100k": CL100K_PATTERN, "o200k": O200K_PATTERN,
-            "llama3": LLAMA3_PATTERN, "qwen2": QWEN2_PATTERN}
+            "llama3": LLAMA3_PATTERN, "qwen2": QWEN2_PATTERN, "deepseek_v3": DEEPSEEK_V3_PATTERN}
 #: tiktoken's own spelling of GPT-2's pattern (possessive, for its regex engine's
 #: speed): it matches exactly what GPT2_PATTERN matches, so it is the same built-in.
 TIKTOKEN_GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""

@@ -44,10 +44,13 @@ CLASS_BITS = {
     4: r"\s",
     8: r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]",
     16: r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]",
+    32: r"\p{M}",
+    64: r"[\p{P}\p{S}]",
 }
 #: The class bits of each general category (``\s`` comes from the stored white space).
 CATEGORY_BITS = {"Lu": 1 | 8, "Lt": 1 | 8, "Lm": 1 | 8 | 16, "Lo": 1 | 8 | 16, "Ll": 1 | 16,
-                 "Mn": 8 | 16, "Mc": 8 | 16, "Me": 8 | 16, "Nd": 2, "Nl": 2, "No": 2}
+                 "Mn": 8 | 16 | 32, "Mc": 8 | 16 | 32, "Me": 8 | 16 | 32, "Nd": 2, "Nl": 2, "No": 2,
+                 **{name: 64 for name in ("Pc", "Pd", "Ps", "Pe", "Pi", "Pf", "Po", "Sm", "Sc", "Sk", "So")}}
 #: The letters of the contractions; ``(?i)`` matching folds other code points onto them.
 CONTRACTION_LETTERS = "sdmtlver"
 
@@ -136,7 +139,8 @@ def ascii_tables() -> tuple[np.ndarray, np.ndarray]:
     classes = np.zeros(N_CODE_POINTS, dtype=np.uint8)
     for characters, bits in ((string.ascii_uppercase, CATEGORY_BITS["Lu"]),
                              (string.ascii_lowercase, CATEGORY_BITS["Ll"]),
-                             (string.digits, CATEGORY_BITS["Nd"]), ("\t\n\v\f\r ", 4)):
+                             (string.digits, CATEGORY_BITS["Nd"]), ("\t\n\v\f\r ", 4),
+                             (string.punctuation, CATEGORY_BITS["Po"])):
         classes[[ord(c) for c in characters]] = bits
     fold = np.zeros(N_CODE_POINTS, dtype=np.uint8)
     for letter in CONTRACTION_LETTERS:

@@ -26,7 +26,7 @@ def safe_cuts(text: str, pattern: str) -> list[int]:
 @given(texts)
 def test_safe_cuts_do_not_change_pretokens(text):
     data = text.encode("utf-8")
-    for pattern in ("gpt2", "cl100k", "o200k"):
+    for pattern in ("gpt2", "cl100k", "o200k", "llama3", "qwen2", "deepseek_v3"):
         whole = pretokenize(text, pattern)
         for cut in safe_cuts(text, pattern):
             left, right = data[:cut].decode("utf-8"), data[cut:].decode("utf-8")
@@ -130,3 +130,28 @@ def test_special_spans_follow_the_rule(text):
         assert [data[a:b].decode() for a, b, _ in byte_spans] == expected
         # Long buffers are searched without the GIL, by the kernels' own finder.
         assert find_special_spans(data, [t.encode() for t in specials]) == byte_spans
+
+
+needle_alphabet = ["<", "|", "x", "é", "日", "\n", "a", "b", "c", "d", "e"]
+
+
+def needles_starting_with(firsts):
+    """At least 16 distinct needles (the index's threshold) whose first character is one of ``firsts``."""
+    needle = st.tuples(st.sampled_from(firsts), st.lists(st.sampled_from(needle_alphabet), max_size=3).map("".join))
+    return st.lists(needle.map("".join), min_size=16, max_size=60, unique=True)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(needles_starting_with(["<", "é"]), needles_starting_with(needle_alphabet)),
+       st.lists(st.sampled_from(needle_alphabet), max_size=80).map("".join))
+def test_many_special_tokens_are_found_by_their_first_bytes(needles, text):
+    # From 16 needles with no first byte in common the kernels search by an
+    # index of first bytes: a memchr each (up to four of them, as for "<" and
+    # "é") or a byte table (more), then the needles of each first two bytes,
+    # one-byte needles among them.
+    from bpe._scanner import find_special_spans
+    from bpe.specials import special_spans
+
+    data = text.encode()
+    forms = [needle.encode() for needle in needles]
+    assert find_special_spans(data, forms) == special_spans(data, forms)

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import bpe
+from bpe.patterns import DEEPSEEK_V3_SPLITS
 
 from conftest import SHAKESPEARE
 from hf_reference import HARD_TEXTS, bmp_characters, write_json
@@ -90,6 +91,11 @@ VARIANTS = {
     "added normalized": {"normalizer": LOWER,
                          "added": [added("<S>", normalized=True), added("qz>"), added("<qqz", normalized=True)]},
     "added mixed": {"added": [added("<qqz", normalized=True), added("qz>"), added("<s>", lstrip=True)]},
+    # no normalizer: the kernel finds them in one pass where only one kind occurs (DeepSeek V3's case)
+    "added both kinds": {"added": [added("<qqz", normalized=True), added("qz>"), added("<s>"),
+                                   added("</s>", normalized=True), added("ab", special=False, normalized=True)]},
+    "DeepSeek V3 Splits": {"pre_tokenizer": sequence(*(split(source) for source in DEEPSEEK_V3_SPLITS),
+                                                     {**BYTE_LEVEL, "use_regex": False})},
     "ignore_merges": {"model": {"ignore_merges": True}},
     "merges as pairs": {"model": {"merges_as_pairs": True}},
     "Template": {"added": [added("<s>"), added("</s>")], "post_processor": "template"},
@@ -134,9 +140,9 @@ def variant(base: dict, changes: dict) -> dict:
 
 
 TEXTS = HARD_TEXTS + ["end.  \n\nNext", "<s>hi</s> <s> x </s>", "a<qqz>b <S>x<s>", "the theme other the", "  <s>  </s>  ",
-                      "Ab ab AB aab", "x" * 7 + "axxbxx"]
+                      "Ab ab AB aab", "x" * 7 + "axxbxx", "<qqz> qz> <s>", "日本語ー・゠カナ 123456 .NET\x00\x01a"]
 pieces = st.sampled_from(["<s>", "</s>", "<S>", "qz>", "<qqz", " the ", "ab", "AB", " ", "  ", "\n", "\t", "1",
-                          "23", ".", ",", "x", "xx", "é", "e\u0301", "ﬁ", "Σ"])
+                          "23", ".", ",", "x", "xx", "é", "e\u0301", "ﬁ", "Σ", "日本", "ー", "゠", "\u3099", "\x00"])
 text_strategy = st.lists(st.one_of(pieces, bmp_characters()), max_size=30).map("".join)
 
 
@@ -167,6 +173,68 @@ def test_each_feature_on_hard_texts(pair):
 def test_each_feature_on_any_text(pair, text):
     ours, theirs, _ = pair
     check(ours, theirs, text)
+
+
+def test_the_fast_paths_are_taken(base, tmp_path):
+    # The variants above would pass through the Python pipeline too: these run the kernel.
+    from bpe import huggingface
+
+    path = write_json(tmp_path / "both.json", variant(base, VARIANTS["added both kinds"]))
+    pipeline = huggingface.read(path).pipeline
+    assert not pipeline.simple and pipeline.second_kind == ("<qqz", "</s>", "ab")
+    allowed = ["<qqz", "qz>", "<s>", "</s>", "ab"]
+    assert pipeline.lacks_second_kind("x qz> <s> a b", allowed)
+    assert not pipeline.lacks_second_kind("x <qqz y", allowed) and not pipeline.lacks_second_kind("xab", allowed)
+    assert pipeline.lacks_second_kind("x <qqz y", ["qz>"])          # not allowed: not looked for
+    path = write_json(tmp_path / "deepseek.json", variant(base, VARIANTS["DeepSeek V3 Splits"]))
+    assert huggingface.read(path).pattern == "deepseek_v3"
+
+
+def test_deepseek_v3_pattern_is_its_three_splits_for_every_code_point():
+    # bpe runs DeepSeek V3's three Splits as one pattern (and a native scanner
+    # that test_native_pretok holds to it): the same pieces as tokenizers'.
+    from bpe.patterns import DEEPSEEK_V3_PATTERN
+    from bpe.unicode import all_code_points
+
+    from conftest import findall
+
+    steps = pre_tokenizers.Sequence([pre_tokenizers.Split(tokenizers.Regex(source), "isolated")
+                                     for source in DEEPSEEK_V3_SPLITS])
+    # each code point after a space, a letter and a CJK letter, and before a letter, a CJK letter and a digit
+    text = "\x00".join(f" {c}a{c}日{c}1\n" for c in all_code_points() if not 0xD800 <= ord(c) < 0xE000)
+    assert findall(DEEPSEEK_V3_PATTERN, text) == [piece for piece, _ in steps.pre_tokenize_str(text)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(pieces, bmp_characters(), st.sampled_from(["\u3040", "\u30fb", "\u309b", "ア", "〇", "½",
+                                                                      "\ue000", "\u200d", "😀", "\u3000"])),
+                max_size=30).map("".join))
+def test_deepseek_v3_pattern_is_its_three_splits(text):
+    from bpe.patterns import DEEPSEEK_V3_PATTERN, pretokenize
+
+    from conftest import findall
+
+    steps = pre_tokenizers.Sequence([pre_tokenizers.Split(tokenizers.Regex(source), "isolated")
+                                     for source in DEEPSEEK_V3_SPLITS])
+    expected = [piece for piece, _ in steps.pre_tokenize_str(text)]
+    assert findall(DEEPSEEK_V3_PATTERN, text) == expected
+    assert pretokenize(text, "deepseek_v3") == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet="<|ab日é😀", min_size=1, max_size=4), max_size=20),
+       st.text(alphabet="<|ab日é😀x", max_size=40))
+def test_holds_any_of_is_any_in(needles, text):
+    # The kernel's search for the second kind of added token, against Python's.
+    import numpy as np
+
+    from bpe._encode import holds_any_of
+
+    marked = np.zeros(0x110000, dtype=bool)
+    marked[[ord(needle[0]) for needle in needles]] = True
+    for haystack in (text, text.replace("😀", "é"), text.replace("😀", "").replace("日", "").replace("é", "")):
+        assert holds_any_of(haystack, np.packbits(marked, bitorder="little"), tuple(needles)) == \
+            any(needle in haystack for needle in needles)
 
 
 def test_a_duplicate_merge_takes_its_last_rank(base, tmp_path):
