@@ -237,6 +237,32 @@ def test_holds_any_of_is_any_in(needles, text):
             any(needle in haystack for needle in needles)
 
 
+@pytest.mark.parametrize("form", ["NFC", "NFD", "NFKC", "NFKD"])
+def test_text_without_unstable_code_points_is_unchanged(form):
+    # The one-pass check that lets the kernel encode a normalized tokenizer's
+    # text: every code point it passes is its own normal form, and so is any
+    # text of such code points (compositions, reordering, Hangul jamo).
+    import random
+    import unicodedata
+
+    import numpy as np
+
+    from bpe.huggingface import Normalizer, _unstable
+
+    marked = np.unpackbits(_unstable(frozenset([form])), bitorder="little").astype(bool)
+    stable = [chr(p) for p in np.flatnonzero(~marked) if not 0xD800 <= p < 0xE000]
+    assert all(unicodedata.normalize(form, c) == c for c in stable)
+    rng = random.Random(form)
+    near = [c for c in stable if ord(c) < 0x3400]                   # scripts that compose, often
+    for _ in range(20_000):
+        text = "".join(rng.choice(near if rng.random() < 0.8 else stable) for _ in range(rng.randint(2, 6)))
+        assert unicodedata.normalize(form, text) == text, [hex(ord(c)) for c in text]
+    normalizer = Normalizer([{"type": form}])
+    assert normalizer.surely_unchanged("plain ASCII") and not normalizer.surely_unchanged("e\u0301")
+    assert not normalizer.surely_unchanged("\u1100\u1161")            # jamo that compose
+    assert normalizer.surely_unchanged("naïve “café”") == (form in ("NFC", "NFKC"))
+
+
 def test_a_duplicate_merge_takes_its_last_rank(base, tmp_path):
     # ["b c", "a b", "b c"] on "abc": tokenizers gives "ab c" (the pair's last rank).
     document = copy.deepcopy(base)
