@@ -45,7 +45,7 @@ from bpe._shortcache cimport (INLINE_IDS, SHARED_COUNT_EVERY, SHORT_KEY_BYTES, B
 from bpe._sharedgeneral cimport (SharedGeneral, sharedgeneral_clear, sharedgeneral_find, sharedgeneral_free,
                                   sharedgeneral_init, sharedgeneral_store)
 from bpe._shortfilter cimport ShortFilter, shortfilter_add, shortfilter_free, shortfilter_init, shortfilter_may_hold
-from bpe._specials cimport Needles, needles_free, needles_point_at, needles_restart, next_special
+from bpe._specials cimport Needles, needles_borrow, needles_free, needles_point_at, needles_restart, next_special
 from bpe._types cimport offset_t, out_id_t, pack_pair, pair_left, pair_right, pair_t, token_t
 from bpe._utf8 cimport utf8_bound, write_utf8
 
@@ -759,6 +759,23 @@ def _entry_of_id(token_ids, ranked_ids):
     return np.where(token_ids[order][at] == ranked_ids, order[at], -1)
 
 
+cdef class PreparedNeedles:
+    """Special tokens (a tuple of bytes) checked and indexed for searching, once
+    for the calls that pass the same tuple (``needles_borrow``)."""
+    cdef tuple tokens
+    cdef Needles needles
+    cdef bint made
+
+    def __cinit__(self, tuple tokens):
+        self.tokens = tokens
+        needles_point_at(&self.needles, tokens)
+        self.made = True
+
+    def __dealloc__(self):
+        if self.made:
+            needles_free(&self.needles)
+
+
 cdef class EncodeKernel:
     """The encoding kernel of one vocabulary.
 
@@ -797,6 +814,8 @@ cdef class EncodeKernel:
         # (256 bytes, the specials, then one token per merge). See ``_merged``.
         bint merged_in_order
         int64_t merged_offset
+        # The special tokens the last call searched for: most calls pass the same ones.
+        PreparedNeedles prepared_needles
         # Misses in a batch after which the next merges its new pre-tokens side
         # by side: GROUP_AFTER_MISSES, or NEVER_GROUPED where the pair table fits
         # in a core's L2 cache (see the end of __cinit__).
@@ -1732,7 +1751,13 @@ cdef class EncodeKernel:
                 check_pattern(pattern, texts[t], lengths[t])
         if needle_ids.shape[0] != len(needles):
             raise ValueError("one id is needed for each special token")
-        needles_point_at(&found, needles)
+        cdef PreparedNeedles prepared = self.prepared_needles     # held: another call may replace it
+        if prepared is None or prepared.tokens is not needles:
+            prepared = PreparedNeedles(needles)
+            self.prepared_needles = prepared
+        if needles_borrow(&found, &prepared.needles) < 0:
+            needles_free(&found)
+            raise MemoryError()
         scratch.out.size = 0
         with nogil:
             status = self._encode_texts(scratch, n_texts, texts, lengths, pattern, &found,

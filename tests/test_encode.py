@@ -453,6 +453,40 @@ def test_special_tokens_are_found_leftmost_then_longest(texts, specials):
         assert encoding.encode_utf8(text.encode(), sorted(specials)).tolist() == ids
 
 
+def test_threads_searching_for_other_special_tokens_meanwhile():
+    # The kernel keeps the special tokens it last prepared for a search and
+    # lends them to each call: threads that alternate between sets (many
+    # tokens, indexed by first bytes, and few) each find their own.
+    import threading
+
+    from bpe.specials import split_special
+
+    many = [f"<{chr(97 + k % 26)}{k}>" for k in range(40)] + ["|x|", "é!"]
+    encoding = byte_tokenizer(many).encoder
+    text = "".join(f"a<{chr(97 + k % 26)}{k}>b|x|é!<q" for k in range(0, 40, 3)) * 20
+    sets = [sorted(many), ["|x|"], many[:20], []]
+    expected = []
+    for chosen in sets:
+        ids = []
+        for segment, special in split_special(text, chosen):
+            ids += list(segment.encode()) + ([256 + many.index(special)] if special is not None else [])
+        expected.append(ids)
+    failures = []
+
+    def run(offset):
+        for round_ in range(200):
+            k = (round_ + offset) % len(sets)
+            if encoding.encode_utf8(text.encode(), sets[k]).tolist() != expected[k]:
+                failures.append(k)
+
+    threads = [threading.Thread(target=run, args=(offset,)) for offset in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not failures and len(set(map(len, expected))) == len(sets)
+
+
 @pytest.mark.parametrize("name", ["gpt2", "o200k_base"])
 def test_encoding_into_a_reused_buffer_equals_a_fresh_array(name):
     encoding = bpe.load(name).encoder
