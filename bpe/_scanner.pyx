@@ -31,7 +31,7 @@ deepseek_v3  ``\\p{N}{1,3}`` first, then runs of CJK characters (``K``, a
         range of code points), then on each stretch between and each run of K
         ``[!-/:-@[-`{-~][A-Za-z]+|[^\\r\\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\\r\\n]*``
         ``|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+``, its unmatched runs kept: three
-        Splits in turn, each stretch a text of its own (no SIMD starts yet).
+        Splits in turn, each stretch a text of its own.
 o200k   ``P?U*W+C?|P?U+W*C?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+``
         with P = ``[^\\r\\n\\p{L}\\p{N}]``, U = ``[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]``,
         W = ``[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]``, C the case-insensitive contractions.
@@ -83,9 +83,6 @@ cdef enum:
     MARK = 32        # \p{M}
     SYMBOL = 64      # [\p{P}\p{S}]
 
-#: The patterns whose scans read no window of starts (scanner_init): byte by
-#: byte on every block-classifier path.
-BYTE_BY_BYTE_PATTERNS = frozenset({"deepseek_v3"})
 PATTERN_IDS = {"gpt2": PATTERN_GPT2, "cl100k": PATTERN_CL100K, "o200k": PATTERN_O200K,
                "llama3": PATTERN_LLAMA3, "qwen2": PATTERN_QWEN2, "deepseek_v3": PATTERN_DEEPSEEK_V3}
 
@@ -570,10 +567,7 @@ cdef void scanner_init(Scanner* sc, int pattern, const uint8_t* s, Py_ssize_t n)
     sc.s = s
     sc.n = n
     sc.pattern = pattern
-    if pattern == PATTERN_DEEPSEEK_V3:
-        sc.classify = NULL      # the byte-by-byte scanner alone (no window rules for it)
-    else:
-        sc.classify = CLASSIFY_GPT2 if pattern == PATTERN_GPT2 else CLASSIFY
+    sc.classify = CLASSIFY_GPT2 if pattern == PATTERN_GPT2 else CLASSIFY
     sc.spread = SPREAD
     sc.window = -64             # no window of starts
     sc.starts = 0
@@ -643,11 +637,12 @@ cdef inline uint64_t fill_down(uint64_t seeds, uint64_t through) noexcept nogil:
 
 
 cdef inline uint64_t whitespace_starts(const ClassMasks* m, uint64_t valid, uint64_t absorbed,
-                                       uint64_t final, Py_ssize_t known, bint at_end,
+                                       uint64_t final, uint64_t stretch_ends, Py_ssize_t known, bint at_end,
                                        uint64_t* decided) noexcept nogil:
     """cl100k's and o200k's whitespace rules: a run's first byte not ``absorbed``
     by the other bytes before it; the first after its last CR or LF (but not in
-    ``final``); its last byte when that is not CR or LF and a non-space follows.
+    ``final``); its last byte when that is not CR or LF and a non-space follows
+    that is not in ``stretch_ends`` (where ``(?!\\S)`` sees the end of a text).
     These need the run's end: a run that reaches past the known bytes cuts
     ``decided`` after its first byte."""
     cdef uint64_t space = m.space
@@ -660,7 +655,7 @@ cdef inline uint64_t whitespace_starts(const ClassMasks* m, uint64_t valid, uint
         decided[0] &= ((<uint64_t>4 << (63 - leading_zeros(below))) - 1) if below else 1
     return ((kept & ~(kept << 1))
             | (kept & (m.newline << 1) & ~later_newline & ~final)
-            | (space & ~m.newline & ((valid & ~space) >> 1)))
+            | (space & ~m.newline & ((valid & ~space & ~stretch_ends) >> 1)))
 
 
 cdef inline uint64_t cl100k_starts(const ClassMasks* m, uint64_t valid, Py_ssize_t known, bint at_end,
@@ -690,7 +685,7 @@ cdef inline uint64_t cl100k_starts(const ClassMasks* m, uint64_t valid, Py_ssize
         final = valid & ~(((<uint64_t>2 << (63 - leading_zeros(below))) - 1) if below else 0)
     return ((letter & ~(letter << 1) & ~((space & ~m.newline) << 1) & ~(other_first << 1))
             | (m.digit if single_digits else digit_groups(m.digit)) | other_first
-            | whitespace_starts(m, valid, absorbed, final, known, at_end, decided))
+            | whitespace_starts(m, valid, absorbed, final, 0, known, at_end, decided))
 
 
 cdef inline uint64_t o200k_starts(const ClassMasks* m, uint64_t valid, Py_ssize_t known, bint at_end,
@@ -719,7 +714,43 @@ cdef inline uint64_t o200k_starts(const ClassMasks* m, uint64_t valid, Py_ssize_
     return ((letter & ~(letter << 1) & ~((space & ~m.newline) << 1) & ~(other_first << 1))
             | (m.lower << 1) & m.upper
             | digit_groups(m.digit) | other_first
-            | whitespace_starts(m, valid, absorbed, 0, known, at_end, decided))
+            | whitespace_starts(m, valid, absorbed, 0, 0, known, at_end, decided))
+
+
+cdef inline uint64_t deepseek_v3_starts(const ClassMasks* m, uint64_t valid, Py_ssize_t known, bint at_end,
+                                        uint64_t* decided) noexcept nogil:
+    """deepseek_v3 starts a pre-token at byte k (ASCII, no control characters:
+    the caller leaves those unknown) exactly when k is
+      a digit:      the first of its run, or 3, 6, ... after it (the first
+                    Split); whatever follows a digit starts a stretch;
+      a letter:     k - 1 is not a letter, not white space other than CR or
+                    LF ("[^\\r\\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+"), and not a
+                    punctuation byte that starts a pre-token
+                    ("[!-/:-@[-`{-~][A-Za-z]+");
+      punctuation:  k - 1 is neither punctuation nor a space (" ?[\\p{P}\\p{S}]+");
+      white space:  as in o200k, where "[\\r\\n]*" takes CR and LF after
+                    punctuation along, and a run before a digit keeps its last
+                    byte ("\\s+(?!\\S)" ends the stretch there)."""
+    cdef uint64_t letter = m.upper | m.lower
+    cdef uint64_t space = m.space
+    cdef uint64_t other = valid & ~(letter | m.digit | space)
+    cdef uint64_t other_first = other & ~(other << 1) & ~(m.blank << 1)
+    cdef uint64_t absorbed = fill_up((other << 1) & m.newline, m.newline)
+    return ((letter & ~(letter << 1) & ~((space & ~m.newline) << 1) & ~(other_first << 1))
+            | digit_groups(m.digit) | other_first
+            | whitespace_starts(m, valid, absorbed, 0, m.digit, known, at_end, decided))
+
+
+cdef inline Py_ssize_t first_control(const uint8_t* window, uint64_t candidates) noexcept nogil:
+    """The first of the ``candidates`` bytes (ASCII, neither letters, digits nor
+    white space) that is a control character, or 64."""
+    cdef int k
+    while candidates:
+        k = trailing_zeros(candidates)
+        if window[k] < 0x21 or window[k] == 0x7F:
+            return k
+        candidates &= candidates - 1
+    return 64
 
 
 cdef inline uint64_t gpt2_contractions(const uint8_t* s, uint64_t quotes, uint64_t starts) noexcept nogil:
@@ -750,7 +781,7 @@ cdef void load_window(Scanner* sc, Py_ssize_t p) noexcept nogil:
     cdef ClassMasks m
     cdef uint8_t padded[64]
     cdef Py_ssize_t left = sc.n - p
-    cdef Py_ssize_t known
+    cdef Py_ssize_t known, control
     cdef bint at_end
     cdef uint64_t valid, starts, decided
     prefetch(<const void*>(<uintptr_t>sc.s + p + READ_AHEAD))     # see read_ahead
@@ -767,6 +798,14 @@ cdef void load_window(Scanner* sc, Py_ssize_t p) noexcept nogil:
         # Bytes from the first non-ASCII one on are unknown (a character's class).
         known = trailing_zeros(m.high)
         at_end = False
+    if sc.pattern == PATTERN_DEEPSEEK_V3:
+        # So are control characters, for deepseek_v3 (a run the third Split leaves unmatched).
+        control = first_control(sc.s + p if left >= 64 else padded,
+                                ~(m.upper | m.lower | m.digit | m.space | m.high)
+                                & (~(<uint64_t>0) if known >= 64 else (<uint64_t>1 << known) - 1))
+        if control < known:
+            known = control
+            at_end = False
     valid = ~(<uint64_t>0) if known >= 64 else (<uint64_t>1 << known) - 1
     # Bit k reads byte k + 1: known up to the text's end, else one short of
     # the unknown bytes.
@@ -779,6 +818,8 @@ cdef void load_window(Scanner* sc, Py_ssize_t p) noexcept nogil:
         starts = cl100k_starts(&m, valid, known, at_end, &decided, False, False)
     elif sc.pattern == PATTERN_QWEN2:
         starts = cl100k_starts(&m, valid, known, at_end, &decided, True, False)
+    elif sc.pattern == PATTERN_DEEPSEEK_V3:
+        starts = deepseek_v3_starts(&m, valid, known, at_end, &decided)
     else:
         starts = o200k_starts(&m, valid, known, at_end, &decided)
     starts &= decided
@@ -790,6 +831,8 @@ cdef void load_window(Scanner* sc, Py_ssize_t p) noexcept nogil:
         # A contraction may extend a pre-token that ends at "'" after a letter.
         sc.risky_starts = 0
         sc.risky_ends = m.quote & ((m.upper | m.lower) << 1)
+    elif sc.pattern == PATTERN_DEEPSEEK_V3:
+        sc.risky_starts = 0       # no contractions
     elif sc.pattern == PATTERN_GPT2 and m.quote:
         # gpt2's contractions are lower-case and stand alone: one read here
         # of the two bytes after each "'" that starts a pre-token. Those too

@@ -67,6 +67,7 @@ PIECES = [
     " ", "  ", "   ", "\t", "\n", "\n\n", "\r", "\r\n", "\r\n\r\n", " \n", "\n ", "\x0b", "\x0c",
     "\u00a0", "\u3000", "\u2028", "\u2029", "\u0085", "\u1680", "\u2009", "\x1c", "\x1f",
     "\ud800", "\udfff",
+    ".NET", " .a", "\x00", "\x7f", "\x01a", "ー", "゠", "日ア", "\u3040",
 ]
 texts = st.lists(st.sampled_from(PIECES), max_size=40).map("".join)
 
@@ -97,7 +98,8 @@ def test_runs_across_block_edges(text):
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.text(alphabet=st.sampled_from("aZ09 '\n\t\r\x0b\x1c.!/sdmtlvreSL\u00e9\u0301\u01c5\u0663\u00a0"),
+@given(st.text(alphabet=st.sampled_from("aZ09 '\n\t\r\x0b\x1c\x00\x7f.!/sdmtlvreSL\u00e9\u0301\u01c5\u0663\u00a0"
+                                        "日ー゠\u3099"),
                min_size=50, max_size=400))
 def test_dense_mixtures_of_classes(text):
     # Every class next to every other, at every offset of a 64-byte window.
@@ -115,7 +117,7 @@ def test_contractions_at_every_offset_of_a_window():
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.text(alphabet=st.sampled_from("aZ09 '\n\t\r\x0b\x1c.!/sdmtlvreSL"), min_size=60, max_size=400))
+@given(st.text(alphabet=st.sampled_from("aZ09 '\n\t\r\x0b\x1c\x00\x7f.!/sdmtlvreSL"), min_size=60, max_size=400))
 def test_dense_mixtures_of_ascii(text):
     # The same in ASCII alone, where whole windows are decided at once.
     assert_same(text)
@@ -219,7 +221,7 @@ def test_every_code_point_in_context(context):
     text = "\x00".join(context.format(c=c) for c in unicode.all_code_points())
     for name in NAMES:
         expected = findall(PATTERNS[name], text)
-        for path in ["none"] if name in _scanner.BYTE_BY_BYTE_PATTERNS else _scanner.simd_paths():
+        for path in _scanner.simd_paths():
             with simd(path):
                 assert native_split(text, name, batches=False) == expected, (name, path)
 
