@@ -12,7 +12,8 @@ is that token's place in merge order. The kernel keeps
   resulting token (``_merged``), built once per tokenizer;
 * ``tokens``: byte string -> id, so a pre-token that is itself a token maps
   straight to it (tiktoken does the same);
-* per call, a cache from pre-token bytes to its ids: text repeats its words.
+* per session (a thread's, kept from call to call), caches from pre-token
+  bytes to their ids: text repeats its words.
 
 A pre-token is merged with a linked list of parts and a min-heap of
 ``(rank, position)`` with lazy invalidation, so even a single 1 MB pre-token
@@ -1233,7 +1234,7 @@ cdef class EncodeKernel:
         hash), if it holds them, and keep them in the session's own: their
         number (0 when it does not), or -1 when out of memory. (A function of
         its own: written into ``_encode_piece``, it made sessions that do not
-        share slower; see docs/performance.md, twenty-third sitting.)"""
+        share slower.)"""
         cdef int64_t count = 0
         cdef const out_id_t* ids = sharedgeneral_find(s.general_shared, piece, n, h, &count)
         if ids == NULL:

@@ -104,7 +104,7 @@ cdef class Interner:
 # READ_AHEAD bytes past it (``load_window``), and a caller with texts in turn
 # asks for the next one's first READ_AHEAD bytes as it starts one
 # (``read_ahead``): one call over 10 MB of code went 10-16 % faster, one over
-# prose 6-12 % (docs/performance.md, twenty-fourth sitting). A prefetch never
+# prose 6-12 %. A prefetch never
 # faults, so one past a text's end is harmless; the address is made as an
 # integer, not a pointer past it.
 cdef inline void read_ahead(const uint8_t* s, Py_ssize_t n) noexcept nogil:
