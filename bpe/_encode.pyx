@@ -12,8 +12,8 @@ is that token's place in merge order. The kernel keeps
   resulting token (``_merged``), built once per tokenizer;
 * ``tokens``: byte string -> id, so a pre-token that is itself a token maps
   straight to it (tiktoken does the same);
-* per session (a thread's, kept from call to call), caches from pre-token
-  bytes to their ids: text repeats its words.
+* per session (pooled, serving one call at a time, kept from call to call),
+  caches from pre-token bytes to their ids: text repeats its words.
 
 A pre-token is merged with a linked list of parts and a min-heap of
 ``(rank, position)`` with lazy invalidation, so even a single 1 MB pre-token
@@ -761,8 +761,8 @@ def _entry_of_id(token_ids, ranked_ids):
 
 
 cdef class PreparedNeedles:
-    """Special tokens (a tuple of bytes) checked and indexed for searching, once
-    for the calls that pass the same tuple (``needles_borrow``)."""
+    """Special tokens (a tuple of bytes) checked and indexed for searching, and
+    kept for the next calls while they pass the same tuple (``needles_borrow``)."""
     cdef tuple tokens
     cdef Needles needles
     cdef bint made

@@ -23,7 +23,7 @@ cdef enum:
     # each made a search for them cost more than encoding a document; cl100k's
     # five, a third of a call on an 83-character string.
     SHARED_PREFIX_NEEDLES = 2
-    # From this many needles on, when they share no first byte, the text is
+    # From this many needles on, when they do not all share a first byte, the text is
     # searched for their first bytes instead (one memchr each while there are
     # at most FIRST_BYTES of them), and the needles that begin there are found
     # by their first two bytes: DeepSeek V3's 1,283 special tokens, searched
@@ -75,7 +75,8 @@ cdef inline int second_key(const Needles* needles, Py_ssize_t j) noexcept nogil:
 
 cdef inline int index_first_bytes(Needles* needles) noexcept nogil:
     """Build the first-byte index: a counting sort by the second byte, then a
-    stable one by the first (O(needles + 256): this too runs on every call)."""
+    stable one by the first (O(needles + 256): once per set the kernel
+    prepares, but on every ``find_special_spans`` call)."""
     cdef Py_ssize_t j, b, total
     cdef Py_ssize_t* by_second
     cdef Py_ssize_t seconds[258]
@@ -146,7 +147,8 @@ cdef inline int needles_point_at(Needles* needles, tuple tokens) except -1:
 
 
 cdef inline Py_ssize_t shared_prefix(const Needles* needles) noexcept nogil:
-    """How many first bytes every needle shares (in C: this runs on every call)."""
+    """How many first bytes every needle shares (in C: this runs for every set
+    prepared, and every ``find_special_spans`` call)."""
     cdef Py_ssize_t j, k
     cdef Py_ssize_t shared = needles.lengths[0]
     for j in range(1, needles.count):

@@ -287,7 +287,7 @@ class Encoder:
     def _kernel_may_encode(self, text: str, allowed: Sequence[str]) -> bool:
         """Whether the kernel alone gives the pipeline's ids for ``text``: the
         pipeline's steps are a pattern and plain added tokens (or tokens of
-        both kinds, only one of which occurs in ``text``), and its normalizer
+        both kinds, none of the normalized kind in ``text``), and its normalizer
         leaves each stretch between those tokens as it is (ASCII text, always,
         under Unicode normalization forms)."""
         pipeline = self.pipeline

@@ -393,18 +393,18 @@ class Pipeline:
         #: ... and the normalizer leaves every ASCII text unchanged.
         self.ascii_unchanged = all(step["type"] in NORMALIZATION_FORMS for step in self.normalizer.steps)
         #: Where ``simple`` is false only for added tokens of both kinds (``normalized``
-        #: or not; DeepSeek V3's) with no normalizer: the normalized ones. Each of
-        #: tokenizers' two passes finds nothing the other could, so one pass over
-        #: all gives its cuts in a text where none of these occurs (``lacks_second_kind``).
+        #: or not; DeepSeek V3's) with no normalizer: the normalized ones. In a text
+        #: where none of these occurs tokenizers' second pass finds nothing, so the
+        #: kernel's one pass gives its cuts (``lacks_second_kind``).
         self.second_kind = tuple(token.content for token in self.added if token.normalized) if (
             not self.simple and self.normalizer.identity and self.pre_tokenizer.pattern is not None
             and not any(token.lstrip or token.rstrip or token.single_word for token in self.added)) else None
-        self._second_kind_last: tuple = (None, (), None)
+        self._second_kind_first_points = None
 
     def __getstate__(self):
         state = self.__dict__.copy()
         state["_tries"] = {}
-        state["_second_kind_last"] = (None, (), None)
+        state["_second_kind_first_points"] = None
         return state
 
     def __setstate__(self, state):
@@ -445,18 +445,17 @@ class Pipeline:
 
     def lacks_second_kind(self, text: str, allowed) -> bool:
         """Whether no allowed token of ``second_kind`` occurs in ``text`` (which
-        the kernel may then encode)."""
-        last, forms, first_points = self._second_kind_last
-        if allowed is not last:                 # most calls pass the same object as the last
+        the kernel may then encode): one pass in C for them all, and only where
+        one occurs a look at which (and whether it is allowed)."""
+        if self._second_kind_first_points is None:
             import numpy as np
 
-            allowed_set = frozenset(allowed)
-            forms = tuple(form for form in self.second_kind if form in allowed_set)
             marked = np.zeros(0x110000, dtype=bool)
-            marked[[ord(form[0]) for form in forms]] = True
-            first_points = np.packbits(marked, bitorder="little")
-            self._second_kind_last = (allowed, forms, first_points)
-        return not forms or not holds_any_of(text, first_points, forms)
+            marked[[ord(form[0]) for form in self.second_kind]] = True
+            self._second_kind_first_points = np.packbits(marked, bitorder="little")
+        if not self.second_kind or not holds_any_of(text, self._second_kind_first_points, self.second_kind):
+            return True
+        return not any(form in text and form in allowed for form in self.second_kind)
 
     # ------------------------------------------------------------ added tokens
 

@@ -185,7 +185,7 @@ def test_the_fast_paths_are_taken(base, tmp_path):
     allowed = ["<qqz", "qz>", "<s>", "</s>", "ab"]
     assert pipeline.lacks_second_kind("x qz> <s> a b", allowed)
     assert not pipeline.lacks_second_kind("x <qqz y", allowed) and not pipeline.lacks_second_kind("xab", allowed)
-    assert pipeline.lacks_second_kind("x <qqz y", ["qz>"])          # not allowed: not looked for
+    assert pipeline.lacks_second_kind("x <qqz y", ["qz>"])          # not allowed: it does not count
     path = write_json(tmp_path / "deepseek.json", variant(base, VARIANTS["DeepSeek V3 Splits"]))
     assert huggingface.read(path).pattern == "deepseek_v3"
 
