@@ -599,6 +599,11 @@ def read(path) -> HuggingFaceFile:
                                           _check_pre_tokenizer, refuse))
     if not any(step["type"] == "ByteLevel" for step in pre_tokenizer.steps):
         raise refuse("pre_tokenizer", "has no ByteLevel step: not a byte-level BPE tokenizer")
+    kinds = [step["type"] for step in pre_tokenizer.steps]
+    if kinds.index("ByteLevel") < len(kinds) - 1:
+        raise refuse("pre_tokenizer", f"has {kinds[kinds.index('ByteLevel') + 1]!r} after ByteLevel: tokenizers "
+                                      "splits the byte-level text there (a space is 'Ġ'), which bpe does not "
+                                      "reproduce")
     _check_added_forms(added, normalizer, refuse)
     prefix, suffix = _read_post_processor(document.get("post_processor"), refuse)
     _check_decoder(document.get("decoder"), refuse)

@@ -295,6 +295,8 @@ REFUSED = [
     (lambda d: d.update(pre_tokenizer={"type": "Sequence", "pretokenizers": 5}),
      r"pre_tokenizer.pretokenizers: is 5, not a list"),
     (lambda d: d.update(pre_tokenizer=split(r"\s+")), r"pre_tokenizer: has no ByteLevel step"),
+    (lambda d: d.update(pre_tokenizer=sequence({**BYTE_LEVEL, "use_regex": False}, split(" "))),
+     r"pre_tokenizer: has 'Split' after ByteLevel: tokenizers splits the byte-level text"),
     (lambda d: d.update(decoder="ByteLevel"), r"decoder: is 'ByteLevel', not an object"),
     (lambda d: d.update(decoder={"type": "WordPiece"}), r"decoder: 'WordPiece' is not ByteLevel"),
     (lambda d: d.update(post_processor={"type": "Nope"}), r"post_processor: 'Nope' is not a post-processor"),
