@@ -593,6 +593,15 @@ cdef inline void str_parts(object text, const void** source, Py_ssize_t* n_point
     kind[0] = 0 if PyUnicode_IS_ASCII(text) else PyUnicode_KIND(text)
 
 
+cdef inline uint32_t point_at(const void* source, int kind, Py_ssize_t k) noexcept nogil:
+    """The code point ``k`` of a str's characters (``str_parts``' kind)."""
+    if kind == 0 or kind == 1:
+        return (<const uint8_t*>source)[k]
+    if kind == 2:
+        return (<const uint16_t*>source)[k]
+    return (<const uint32_t*>source)[k]
+
+
 def holds_any(text, const uint8_t[::1] marked):
     """Whether ``text`` (a str) holds a code point whose bit is set in ``marked``
     (a bitmap of 0x110000 bits, one byte per eight code points), read in place
@@ -610,25 +619,11 @@ def holds_any(text, const uint8_t[::1] marked):
     str_parts(text, &source, &n, &kind)
     with nogil:
         for k in range(n):
-            if kind == 0 or kind == 1:
-                point = (<const uint8_t*>source)[k]
-            elif kind == 2:
-                point = (<const uint16_t*>source)[k]
-            else:
-                point = (<const uint32_t*>source)[k]
+            point = point_at(source, kind, k)
             if (marked[point >> 3] >> (point & 7)) & 1:
                 found = True
                 break
     return found
-
-
-cdef inline uint32_t point_at(const void* source, int kind, Py_ssize_t k) noexcept nogil:
-    """The code point ``k`` of a str's characters (``str_parts``' kind)."""
-    if kind == 0 or kind == 1:
-        return (<const uint8_t*>source)[k]
-    if kind == 2:
-        return (<const uint16_t*>source)[k]
-    return (<const uint32_t*>source)[k]
 
 
 def holds_any_of(text, const uint8_t[::1] marked, tuple needles):

@@ -293,7 +293,7 @@ class Encoder:
         pipeline = self.pipeline
         if not pipeline.simple:
             return pipeline.second_kind is not None and pipeline.lacks_second_kind(text, allowed)
-        if pipeline.ascii_unchanged and pipeline.normalizer.surely_unchanged(text):
+        if pipeline.normalizer.surely_unchanged(text):
             return True
         return pipeline.unchanged(text, special_spans(text, allowed) if allowed else ())
 

@@ -76,14 +76,20 @@ def _inert():
     return regex.compile("[" + "".join(f"\\U{point:08X}" for point in points) + "]")
 
 
-@functools.lru_cache(maxsize=None)
-def _inert_bitmap():
-    """A bit for each code point, set for those ``_inert`` finds (``holds_any``'s form)."""
+def _bitmap(points):
+    """``holds_any``'s bitmap (a bit per code point) with ``points`` set: code
+    points, or a bool per code point."""
     import numpy as np
 
     bits = np.zeros(0x110000, dtype=bool)
-    bits[rust_unicode()["normalization_inert_in_rust"]] = True
+    bits[points] = True
     return np.packbits(bits, bitorder="little")
+
+
+@functools.lru_cache(maxsize=None)
+def _inert_bitmap():
+    """A bit for each code point, set for those ``_inert`` finds."""
+    return _bitmap(rust_unicode()["normalization_inert_in_rust"])
 
 
 def _normalize_form(form: str, text: str) -> str:
@@ -134,7 +140,7 @@ def _unstable(forms: frozenset):
     marked[0x1161:0x1176] = marked[0x11A8:0x11C3] = True           # compose with a syllable before
     if forms & {"NFD", "NFKD"}:
         marked[0xAC00:0xD7A4] = True                                # Hangul syllables decompose
-    return np.packbits(marked, bitorder="little")
+    return _bitmap(marked)
 
 
 class AddedToken(NamedTuple):
@@ -160,6 +166,12 @@ class Normalizer:
     def identity(self) -> bool:
         return not self.steps
 
+    @functools.cached_property
+    def forms(self) -> Optional[frozenset]:
+        """The normalization forms the steps are, or None if they are more."""
+        forms = frozenset(step["type"] for step in self.steps)
+        return forms if forms <= set(NORMALIZATION_FORMS) else None
+
     def __call__(self, text: str) -> str:
         for step in self.steps:
             if not text:
@@ -170,7 +182,7 @@ class Normalizer:
     def unchanged(self, text: str) -> bool:
         """Whether ``self(text) == text``, found quickly where it can be: ASCII
         text is unchanged by every Unicode normalization form."""
-        if all(step["type"] in NORMALIZATION_FORMS for step in self.steps):
+        if self.forms is not None:
             return self.surely_unchanged(text) or all(_normalize_form(step["type"], text) is text
                                                       for step in self.steps)
         return self(text) == text
@@ -179,10 +191,9 @@ class Normalizer:
         """Whether ``text`` and every stretch of it are unchanged for a reason
         found in one quick pass: the steps are normalization forms and the text
         holds no code point that one of them may change (``_unstable``)."""
-        forms = tuple(step["type"] for step in self.steps)
-        if not all(form in NORMALIZATION_FORMS for form in forms):
+        if self.forms is None:
             return False
-        return text.isascii() or not holds_any(text, _unstable(frozenset(forms)))
+        return not self.forms or text.isascii() or not holds_any(text, _unstable(self.forms))
 
 
 def _lowercase(step: dict, text: str) -> str:
@@ -390,8 +401,6 @@ class Pipeline:
         """What every call asks, worked out once."""
         #: The kernel alone can encode a text the normalizer leaves unchanged.
         self.simple = self._simple()
-        #: ... and the normalizer leaves every ASCII text unchanged.
-        self.ascii_unchanged = all(step["type"] in NORMALIZATION_FORMS for step in self.normalizer.steps)
         #: Where ``simple`` is false only for added tokens of both kinds (``normalized``
         #: or not; DeepSeek V3's) with no normalizer: the normalized ones. In a text
         #: where none of these occurs tokenizers' second pass finds nothing, so the
@@ -399,12 +408,14 @@ class Pipeline:
         self.second_kind = tuple(token.content for token in self.added if token.normalized) if (
             not self.simple and self.normalizer.identity and self.pre_tokenizer.pattern is not None
             and not any(token.lstrip or token.rstrip or token.single_word for token in self.added)) else None
-        self._second_kind_first_points = None
+        #: Their first characters (``holds_any_of``'s bitmap).
+        self._second_kind_first_points = None if self.second_kind is None else _bitmap(
+            [ord(form[0]) for form in self.second_kind])
 
     def __getstate__(self):
         state = self.__dict__.copy()
         state["_tries"] = {}
-        state["_second_kind_first_points"] = None
+        del state["_second_kind_first_points"]       # made again by _settle
         return state
 
     def __setstate__(self, state):
@@ -447,13 +458,7 @@ class Pipeline:
         """Whether no allowed token of ``second_kind`` occurs in ``text`` (which
         the kernel may then encode): one pass in C for them all, and only where
         one occurs a look at which (and whether it is allowed)."""
-        if self._second_kind_first_points is None:
-            import numpy as np
-
-            marked = np.zeros(0x110000, dtype=bool)
-            marked[[ord(form[0]) for form in self.second_kind]] = True
-            self._second_kind_first_points = np.packbits(marked, bitorder="little")
-        if not self.second_kind or not holds_any_of(text, self._second_kind_first_points, self.second_kind):
+        if not holds_any_of(text, self._second_kind_first_points, self.second_kind):
             return True
         return not any(form in text and form in allowed for form in self.second_kind)
 
@@ -597,13 +602,13 @@ def read(path) -> HuggingFaceFile:
                                      refuse))
     pre_tokenizer = PreTokenizer(_flatten(document.get("pre_tokenizer"), "pre_tokenizer", "pretokenizers",
                                           _check_pre_tokenizer, refuse))
-    if not any(step["type"] == "ByteLevel" for step in pre_tokenizer.steps):
-        raise refuse("pre_tokenizer", "has no ByteLevel step: not a byte-level BPE tokenizer")
     kinds = [step["type"] for step in pre_tokenizer.steps]
-    if kinds.index("ByteLevel") < len(kinds) - 1:
-        raise refuse("pre_tokenizer", f"has {kinds[kinds.index('ByteLevel') + 1]!r} after ByteLevel: tokenizers "
-                                      "splits the byte-level text there (a space is 'Ġ'), which bpe does not "
-                                      "reproduce")
+    if "ByteLevel" not in kinds:
+        raise refuse("pre_tokenizer", "has no ByteLevel step: not a byte-level BPE tokenizer")
+    after = kinds[kinds.index("ByteLevel") + 1:]
+    if after:
+        raise refuse("pre_tokenizer", f"has {after[0]!r} after ByteLevel: tokenizers splits the byte-level text "
+                                      "there (a space is 'Ġ'), which bpe does not reproduce")
     _check_added_forms(added, normalizer, refuse)
     prefix, suffix = _read_post_processor(document.get("post_processor"), refuse)
     _check_decoder(document.get("decoder"), refuse)
