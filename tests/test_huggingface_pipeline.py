@@ -190,6 +190,12 @@ def test_the_fast_paths_are_taken(base, tmp_path):
     assert huggingface.read(path).pattern == "deepseek_v3"
 
 
+def deepseek_v3_splits():
+    """DeepSeek V3's three Splits, as tokenizers runs them."""
+    return pre_tokenizers.Sequence([pre_tokenizers.Split(tokenizers.Regex(source), "isolated")
+                                    for source in DEEPSEEK_V3_SPLITS])
+
+
 def test_deepseek_v3_pattern_is_its_three_splits_for_every_code_point():
     # bpe runs DeepSeek V3's three Splits as one pattern (and a native scanner
     # that test_native_pretok holds to it): the same pieces as tokenizers'.
@@ -198,8 +204,7 @@ def test_deepseek_v3_pattern_is_its_three_splits_for_every_code_point():
 
     from conftest import findall
 
-    steps = pre_tokenizers.Sequence([pre_tokenizers.Split(tokenizers.Regex(source), "isolated")
-                                     for source in DEEPSEEK_V3_SPLITS])
+    steps = deepseek_v3_splits()
     # each code point after a space, a letter and a CJK letter, and before a letter, a CJK letter and a digit
     text = "\x00".join(f" {c}a{c}日{c}1\n" for c in all_code_points() if not 0xD800 <= ord(c) < 0xE000)
     assert findall(DEEPSEEK_V3_PATTERN, text) == [piece for piece, _ in steps.pre_tokenize_str(text)]
@@ -214,8 +219,7 @@ def test_deepseek_v3_pattern_is_its_three_splits(text):
 
     from conftest import findall
 
-    steps = pre_tokenizers.Sequence([pre_tokenizers.Split(tokenizers.Regex(source), "isolated")
-                                     for source in DEEPSEEK_V3_SPLITS])
+    steps = deepseek_v3_splits()
     expected = [piece for piece, _ in steps.pre_tokenize_str(text)]
     assert findall(DEEPSEEK_V3_PATTERN, text) == expected
     assert pretokenize(text, "deepseek_v3") == expected
