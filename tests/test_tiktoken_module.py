@@ -83,6 +83,25 @@ def test_installed_as_tiktoken_every_submodule_is_ours(tmp_path):
     assert result.stdout.strip() == "[24912, 2375]"
 
 
+#: Hypothesis draws strings from the literals of "local" modules (those outside
+#: site-packages). tiktoken, installed, is not local, so its suite never draws a
+#: special token's name; bpe run from a checkout is, and `st.text()` would then
+#: draw '<|endofprompt|>', which tiktoken's own encode refuses too. bpe's modules
+#: are treated as installed, so the suite runs under the conditions it assumes.
+#: (Private hypothesis API: if it moves, this fails loudly rather than drifting.)
+SUITE_CONFTEST = textwrap.dedent("""
+    import os
+    import bpe, bpe.tiktoken
+    from hypothesis.internal.conjecture import providers
+
+    _package = os.path.dirname(os.path.realpath(bpe.__file__)) + os.sep
+    _is_local = providers.is_local_module_file
+    providers.is_local_module_file = (
+        lambda path: not os.path.realpath(path).startswith(_package) and _is_local(path))
+    bpe.tiktoken.install()
+""")
+
+
 def test_tiktoken_s_own_test_suite_passes_against_bpe(tmp_path):
     """tiktoken's tests, from its source distribution, run in a process of their
     own with bpe installed as tiktoken (in the process and, through a module on
@@ -95,7 +114,7 @@ def test_tiktoken_s_own_test_suite_passes_against_bpe(tmp_path):
     shim = tmp_path / "shim"
     shim.mkdir()
     (shim / "tiktoken.py").write_text("import bpe.tiktoken\nbpe.tiktoken.install()\n")
-    (tmp_path / "conftest.py").write_text("import bpe.tiktoken\nbpe.tiktoken.install()\n")
+    (tmp_path / "conftest.py").write_text(SUITE_CONFTEST)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(shim), os.environ.get("PYTHONPATH", "")]))
     env.pop("TIKTOKEN_CACHE_DIR", None)
     result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(suite),
