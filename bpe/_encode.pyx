@@ -7,17 +7,15 @@ Encoding a pre-token repeatedly merges the adjacent pair of highest priority
 rule. A pair (x, y) can merge when the bytes x + y are a merged token; its rank
 is that token's place in merge order. The kernel keeps
 
-* ``pairs``: the rank of each pair of ids (``bpe/_pairranks.pxd``: packed
-  slots, and a grid for pairs of bytes), with ``merged_id[rank]`` the
-  resulting token (``_merged``), built once per tokenizer;
+* ``rule``: the merge rule's tables (``bpe/_mergerule.pxd``, where a
+  pre-token's bytes become its ids): the rank of each pair of ids, the token
+  each rank makes, built once per tokenizer;
 * ``tokens``: byte string -> id, so a pre-token that is itself a token maps
   straight to it (tiktoken does the same);
 * per session (pooled, serving one call at a time, kept from call to call),
   caches from pre-token bytes to their ids: text repeats its words.
 
-A pre-token is merged with a linked list of parts and a min-heap of
-``(rank, position)`` with lazy invalidation, so even a single 1 MB pre-token
-takes O(n log n), never O(n^2). Scratch state lives in a ``Session`` that
+Scratch state lives in a ``Session`` that
 serves one call at a time, so one EncodeKernel is safely shared by threads
 that encode at the same time.
 """
@@ -31,10 +29,11 @@ from bpe._bytestable cimport (FNV_OFFSET, FNV_PRIME, BytesTable, bytestable_add,
                               bytestable_init_sized, bytestable_slot, hash_bytes, slot_entry)
 from bpe._checks cimport check_ids, check_offsets
 from bpe._lists cimport PrebuiltInts, ids_list, lists_of_ids
-from bpe._memory cimport (CAN_SHARE, add_count, empty_written_once, grow, mem_alloc, mem_calloc_huge, mem_free,
+from bpe._mergerule cimport (Ids, LongMerge, MergeRule, Merging, ids_init, ids_reserve, longmerge_free,
+                             longmerge_init, merge_piece, merging_start, merging_step, mergerule_free)
+from bpe._memory cimport (CAN_SHARE, add_count, empty_written_once, mem_alloc, mem_calloc_huge, mem_free,
                           next_capacity, prefetch, read_count, reserve_fresh, short_ids)
-from bpe._pairranks cimport (PairRanks, byte_pair_rank, pair_rank, pairranks_add, pairranks_bytes,
-                             pairranks_fill_bytes, pairranks_free, pairranks_init, pairranks_prefetch)
+from bpe._pairranks cimport pairranks_add, pairranks_bytes, pairranks_fill_bytes, pairranks_init, pairranks_prefetch
 from bpe._scanner cimport FILL_SLACK, N_PATTERNS, Scanner, check_pattern, read_ahead, scanner_fill, scanner_init
 from bpe._shortcache cimport (INLINE_IDS, SHARED_COUNT_EVERY, SHORT_KEY_BYTES, BatchKey, SharedCount, ShortCache,
                               ShortEntry, ShortKey, batch_key_hashed, copy_ids, count_ids, pair_holding, run_start,
@@ -49,24 +48,6 @@ from bpe._shortfilter cimport ShortFilter, shortfilter_add, shortfilter_free, sh
 from bpe._specials cimport Needles, needles_borrow, needles_free, needles_point_at, needles_restart, next_special
 from bpe._types cimport offset_t, out_id_t, pack_pair, pair_left, pair_right, pair_t, token_t
 from bpe._utf8 cimport utf8_bound, write_utf8
-
-cdef extern from *:
-    """
-    #include <string.h>
-    /* a[i] = a[i + 1] for each i from `from` up to `to`, 16 bytes at a time:
-       a[to + 3] must be in the array. Closes the gap a merge leaves in a
-       short array of parts. (gcc makes the plain loop a call to memmove,
-       which for the few ids moved cost more than the merge around it.) */
-    static inline void bpe_close_gap(void *array, ptrdiff_t from, ptrdiff_t to) {
-        char *a = (char *)array;
-        char moved[16];
-        for (ptrdiff_t i = from; i < to; i += 4) {
-            memcpy(moved, a + 4 * (i + 1), 16);
-            memcpy(a + 4 * i, moved, 16);
-        }
-    }
-    """
-    void close_gap "bpe_close_gap" (void* array, Py_ssize_t start, Py_ssize_t end) noexcept nogil
 
 cdef extern from *:
     """
@@ -94,7 +75,6 @@ cdef extern from "Python.h":
 
 cdef enum:
     MAX_TOKEN_ID = 0x7FFFFFFE           # ids are token_t (int32) inside the kernel
-    SHORT_PIECE = 32                    # pre-tokens up to this long merge without a heap
     CACHE_MAX_PIECE_BYTES = 256      # longer pre-tokens are rare; not worth caching
     CACHE_MAX_ENTRIES = 1 << 18      # then the cache starts afresh: memory stays bounded
     SHORT_CACHE_SLOTS = 1 << 18      # 8 MiB to start with; half as many entries, then it grows ...
@@ -106,7 +86,6 @@ cdef enum:
     COLD_BATCH = 256                 # ... while the session is cold
     OUT_SLACK = INLINE_IDS           # ids a short-cache hit writes: its four lanes, copied at once
     PAIR_BATCH = 16                  # pairs of a token prefetched before they are entered
-    GAP_SLACK = 4                    # entries past a short array of parts that close_gap may touch
     MERGE_GROUP = 16                 # new short pre-tokens merged side by side (``_merge_fresh``)
     GROUP_AFTER_MISSES = 2           # a batch after one with this many misses merges its new ones side by side
     NEVER_GROUPED = -1               # ... or none does (``EncodeKernel.group_after_misses``)
@@ -115,23 +94,6 @@ cdef enum:
 cdef enum:                           # what _encode_piece's caller knows of the piece
     PIECE_ANY = 0                    # nothing: it may be a token, or in the general cache
     PIECE_NEW_SHORT = 1              # short, no token, not seen since the short cache cleared (the caller caches it)
-
-
-cdef struct Ids:
-    out_id_t* data
-    int64_t size
-    int64_t capacity
-    bint borrowed        # the caller's buffer: never grown or freed here
-
-
-cdef inline int ids_reserve(Ids* ids, int64_t extra) noexcept nogil:
-    """Room for ``extra`` more ids. -1 when out of memory, or when a borrowed
-    buffer is full (its caller sized it to hold every id)."""
-    if ids.size + extra <= ids.capacity:
-        return 0
-    if ids.borrowed:
-        return -1
-    return grow(<void**>&ids.data, &ids.capacity, ids.size + extra, sizeof(out_id_t), 1024)
 
 
 cdef struct Bytes:
@@ -144,15 +106,6 @@ cdef inline int bytes_reserve(Bytes* b, int64_t n) noexcept nogil:
     return reserve_fresh(<void**>&b.data, &b.capacity, n, 1, 4096)
 
 
-cdef struct Merging:
-    # A pre-token of up to SHORT_PIECE bytes being merged (``_merge_step``),
-    # alone or among others (``_merge_fresh``).
-    token_t token[SHORT_PIECE + GAP_SLACK]   # its parts
-    uint32_t ranks[SHORT_PIECE + GAP_SLACK]  # ranks[i]: of parts i and i + 1; -1 (the largest) if they do not merge
-    int32_t m                        # parts left
-    int32_t at                       # the last merge's part, whose neighbours' ranks are on their way; -1: none
-
-
 cdef struct Scratch:
     Ids out              # the ids of the call
     Bytes text           # the call's non-ASCII str texts, as UTF-8
@@ -162,15 +115,7 @@ cdef struct Scratch:
     Ids held             # a cold batch's misses' ids, until they go in among its hits' (``_encode_cold``)
     BytesTable cache     # their bytes -> (offset in cached) << 16 | count
     uint64_t cache_era   # how often ``cache`` started afresh: older short-cache markers point at nothing
-    # Work arrays for merging one pre-token, grown as needed, each with its own capacity.
-    token_t* part_token  # token of the part starting at each byte, -1 once absorbed
-    int32_t* part_next   # start of the next part (n at the end)
-    int32_t* part_prev   # start of the previous part (-1 at the start)
-    int64_t* heap        # (rank << 32) | position, a min-heap
-    int64_t token_capacity
-    int64_t next_capacity
-    int64_t prev_capacity
-    int64_t heap_capacity
+    LongMerge long_merge # work arrays for merging a long pre-token
     Py_ssize_t missed    # pre-tokens of the last batch in neither session cache: a cold session's sign
     SharedGeneral* general_shared  # a general cache shared behind ``cache`` (``Session.share``), else NULL
 
@@ -261,21 +206,12 @@ def merged_ids_by_offset(enabled=None):
 
 
 cdef int scratch_init(Scratch* s) noexcept nogil:
-    s.out.data = NULL
-    s.out.size = s.out.capacity = 0
-    s.out.borrowed = False
-    s.cached.data = NULL
-    s.cached.size = s.cached.capacity = 0
-    s.cached.borrowed = False
-    s.held.data = NULL
-    s.held.size = s.held.capacity = 0
-    s.held.borrowed = False
+    ids_init(&s.out)
+    ids_init(&s.cached)
+    ids_init(&s.held)
     s.text.data = NULL
     s.text.capacity = 0
-    s.part_token = NULL
-    s.part_next = s.part_prev = NULL
-    s.heap = NULL
-    s.token_capacity = s.next_capacity = s.prev_capacity = s.heap_capacity = 0
+    longmerge_init(&s.long_merge)
     s.missed = SCAN_BATCH               # a new session is cold: as if a whole batch had missed
     # An era's high half names the session: a marker another session made in
     # a shared short cache is then never taken for one of this one's.
@@ -302,23 +238,9 @@ cdef void scratch_free(Scratch* s) noexcept nogil:
     mem_free(s.cached.data)
     mem_free(s.held.data)
     mem_free(s.text.data)
-    mem_free(s.part_token)
-    mem_free(s.part_next)
-    mem_free(s.part_prev)
-    mem_free(s.heap)
+    longmerge_free(&s.long_merge)
     shortcache_free(&s.short)
     bytestable_free(&s.cache)
-
-
-cdef int scratch_reserve(Scratch* s, int64_t n) noexcept nogil:
-    """Work arrays for a pre-token of ``n`` bytes. -1 when out of memory."""
-    if (reserve_fresh(<void**>&s.part_token, &s.token_capacity, n, sizeof(token_t), 256) < 0
-            or reserve_fresh(<void**>&s.part_next, &s.next_capacity, n, sizeof(int32_t), 256) < 0
-            or reserve_fresh(<void**>&s.part_prev, &s.prev_capacity, n, sizeof(int32_t), 256) < 0
-            # Each merge pushes at most two entries: 3n bounds the heap.
-            or reserve_fresh(<void**>&s.heap, &s.heap_capacity, 3 * n, sizeof(int64_t), 768) < 0):
-        return -1
-    return 0
 
 
 #: Whether sessions can share caches here (``SharedCache``): where the
@@ -573,15 +495,8 @@ cdef void release_output(Scratch* s) noexcept nogil:
         mem_free(s.text.data)
         s.text.data = NULL
         s.text.capacity = 0
-    if s.token_capacity > KEPT_PIECE_BYTES:
-        mem_free(s.part_token)
-        mem_free(s.part_next)
-        mem_free(s.part_prev)
-        mem_free(s.heap)
-        s.part_token = NULL
-        s.part_next = s.part_prev = NULL
-        s.heap = NULL
-        s.token_capacity = s.next_capacity = s.prev_capacity = s.heap_capacity = 0
+    if s.long_merge.token_capacity > KEPT_PIECE_BYTES:
+        longmerge_free(&s.long_merge)
 
 
 cdef inline void str_parts(object text, const void** source, Py_ssize_t* n_points,
@@ -704,40 +619,6 @@ cdef int utf8_of_strs(Bytes* buffer, Py_ssize_t n_texts, const void** sources,
     return 0
 
 
-cdef inline void heap_push(int64_t* heap, int64_t* size, int64_t key) noexcept nogil:
-    cdef int64_t i = size[0]
-    cdef int64_t parent
-    size[0] += 1
-    while i > 0:
-        parent = (i - 1) >> 1
-        if heap[parent] <= key:
-            break
-        heap[i] = heap[parent]
-        i = parent
-    heap[i] = key
-
-
-cdef inline int64_t heap_pop(int64_t* heap, int64_t* size) noexcept nogil:
-    cdef int64_t top = heap[0]
-    cdef int64_t last, i, child
-    size[0] -= 1
-    if size[0] > 0:
-        last = heap[size[0]]
-        i = 0
-        while True:
-            child = 2 * i + 1
-            if child >= size[0]:
-                break
-            if child + 1 < size[0] and heap[child + 1] < heap[child]:
-                child += 1
-            if heap[child] >= last:
-                break
-            heap[i] = heap[child]
-            i = child
-        heap[i] = last
-    return top
-
-
 def _entry_of_id(token_ids, ranked_ids):
     """For each ranked id, the index of the first token with that id, or -1
     (int64). Ids are non-negative (checked before)."""
@@ -798,18 +679,10 @@ cdef class EncodeKernel:
         (tiktoken's rule always maps them.)
     """
     cdef:
-        token_t byte_ids[256]
+        MergeRule rule          # what merging a pre-token reads (``bpe/_mergerule.pxd``)
         BytesTable tokens
         ShortCache short_tokens  # the tokens of 2 to SHORT_KEY_BYTES bytes: a miss's first probe
         ShortFilter short_token_filter  # ... unless this says it is surely none of them
-        PairRanks pairs
-        token_t* merged_id
-        int32_t n_ranks
-        # merged_id[rank] == rank + merged_offset for every rank: the id follows
-        # the rank, as in GPT-2's, tiktoken's and every vocabulary trained here
-        # (256 bytes, the specials, then one token per merge). See ``_merged``.
-        bint merged_in_order
-        int64_t merged_offset
         # The special tokens the last call searched for: most calls pass the same ones.
         PreparedNeedles prepared_needles
         # Misses in a batch after which the next merges its new pre-tokens side
@@ -835,7 +708,7 @@ cdef class EncodeKernel:
         # The tables are built first: __dealloc__ frees whatever was allocated.
         # A vocabulary has about two pairs for each rank (splits of its tokens).
         if (bytestable_init_sized(&self.tokens, n_tokens, token_data.shape[0]) < 0
-                or pairranks_init(&self.pairs, 2 * ranked_ids.shape[0], id_limit, ranked_ids.shape[0]) < 0):
+                or pairranks_init(&self.rule.pairs, 2 * ranked_ids.shape[0], id_limit, ranked_ids.shape[0]) < 0):
             raise MemoryError()
         check_offsets(token_offsets, n_tokens, token_data.shape[0], "token arrays")
         # Ids become uint32 outputs and index the callers' tables: none may be negative.
@@ -850,22 +723,22 @@ cdef class EncodeKernel:
                     raise ValueError(f"merge pair {k} ({merge_pairs[k, 0]}, {merge_pairs[k, 1]}) holds an id "
                                      f"not in [0, {id_limit})")
         for t in range(256):
-            self.byte_ids[t] = byte_ids[t]
-        self.n_ranks = <int32_t>ranked_ids.shape[0]
-        self.merged_id = <token_t*>mem_alloc(max(self.n_ranks, 1) * sizeof(token_t))
-        if self.merged_id == NULL:
+            self.rule.byte_ids[t] = byte_ids[t]
+        self.rule.n_ranks = <int32_t>ranked_ids.shape[0]
+        self.rule.merged_id = <token_t*>mem_alloc(max(self.rule.n_ranks, 1) * sizeof(token_t))
+        if self.rule.merged_id == NULL:
             raise MemoryError()
-        self.merged_offset = ranked_ids[0] if self.n_ranks > 0 else 0
-        self.merged_in_order = _merged_in_order
-        for k in range(self.n_ranks):
-            self.merged_id[k] = ranked_ids[k]
-            if ranked_ids[k] != self.merged_offset + k:
-                self.merged_in_order = False
+        self.rule.merged_offset = ranked_ids[0] if self.rule.n_ranks > 0 else 0
+        self.rule.merged_in_order = _merged_in_order
+        for k in range(self.rule.n_ranks):
+            self.rule.merged_id[k] = ranked_ids[k]
+            if ranked_ids[k] != self.rule.merged_offset + k:
+                self.rule.merged_in_order = False
         if merge_pairs is not None:
-            for k in range(self.n_ranks):
-                if pairranks_add(&self.pairs, merge_pairs[k, 0], merge_pairs[k, 1], <int32_t>k) < 0:
+            for k in range(self.rule.n_ranks):
+                if pairranks_add(&self.rule.pairs, merge_pairs[k, 0], merge_pairs[k, 1], <int32_t>k) < 0:
                     raise MemoryError()
-            pairranks_fill_bytes(&self.pairs, self.byte_ids)
+            pairranks_fill_bytes(&self.rule.pairs, self.rule.byte_ids)
             self._add_whole_tokens(token_data, token_offsets, token_ids,
                                    None if whole_tokens else self._merged_to_themselves(token_data, token_offsets,
                                                                                          token_ids))
@@ -874,7 +747,7 @@ cdef class EncodeKernel:
             # it: the token table finds the splits, so it is made first.
             self._add_whole_tokens(token_data, token_offsets, token_ids, None)
             entry_of = _entry_of_id(token_ids, ranked_ids)
-            for k in range(self.n_ranks):
+            for k in range(self.rule.n_ranks):
                 t = entry_of[k]
                 if t < 0:
                     raise ValueError(f"ranked id {ranked_ids[k]} (rank {k}) is not among the token ids")
@@ -882,7 +755,7 @@ cdef class EncodeKernel:
                 if self._register_splits(<int32_t>k, data + start, token_offsets[t + 1] - start,
                                          token_data.shape[0] - start) < 0:
                     raise MemoryError()
-            pairranks_fill_bytes(&self.pairs, self.byte_ids)
+            pairranks_fill_bytes(&self.rule.pairs, self.rule.byte_ids)
         # Merging a cold batch's new pre-tokens side by side (``_merge_fresh``)
         # lets one's pair lookups wait while the others merge, and costs a
         # mispredicted branch or two a step: the step before was another
@@ -894,7 +767,7 @@ cdef class EncodeKernel:
         # cl100k and o200k (4 and 8 MiB), and level to 18 % faster for every
         # vocabulary on a Zen 3 with 512 KiB (docs/performance.md). Where the
         # size is unknown: side by side.
-        if _l2_cache_bytes == 0 or pairranks_bytes(&self.pairs) > _l2_cache_bytes:
+        if _l2_cache_bytes == 0 or pairranks_bytes(&self.rule.pairs) > _l2_cache_bytes:
             self.group_after_misses = GROUP_AFTER_MISSES
         else:
             self.group_after_misses = NEVER_GROUPED
@@ -955,9 +828,7 @@ cdef class EncodeKernel:
         cdef Ids out
         kept = np.zeros(n, dtype=np.uint8)
         cdef uint8_t[::1] kept_view = kept
-        out.data = NULL
-        out.size = out.capacity = 0
-        out.borrowed = False
+        ids_init(&out)
         if scratch_init(&scratch) < 0:
             scratch_free(&scratch)
             raise MemoryError()
@@ -966,10 +837,11 @@ cdef class EncodeKernel:
                 for t in range(n):
                     length = token_offsets[t + 1] - token_offsets[t]
                     if length < 2:
-                        kept_view[t] = length == 1 and self.byte_ids[token_data[token_offsets[t]]] == token_ids[t]
+                        kept_view[t] = length == 1 and self.rule.byte_ids[token_data[token_offsets[t]]] == token_ids[t]
                         continue
                     out.size = 0
-                    if self._merge(&scratch, &token_data[token_offsets[t]], length, self.n_ranks, &out) < 0:
+                    if merge_piece(&self.rule, &scratch.long_merge, &token_data[token_offsets[t]], length,
+                                   self.rule.n_ranks, &out) < 0:
                         failed = 1
                         break
                     kept_view[t] = out.size == 1 and out.data[0] == <out_id_t>token_ids[t]
@@ -1014,7 +886,7 @@ cdef class EncodeKernel:
             if right < 0:
                 continue
             pairs[n_pairs] = pack_pair(<token_t>left, <token_t>right)
-            pairranks_prefetch(&self.pairs, <token_t>left, <token_t>right)
+            pairranks_prefetch(&self.rule.pairs, <token_t>left, <token_t>right)
             n_pairs += 1
             if n_pairs == PAIR_BATCH:
                 if self._register_pairs(pairs, n_pairs, rank) < 0:
@@ -1027,7 +899,7 @@ cdef class EncodeKernel:
         it. -1 when out of memory."""
         cdef int64_t i
         for i in range(n):
-            if pairranks_add(&self.pairs, pair_left(pairs[i]), pair_right(pairs[i]), rank) < 0:
+            if pairranks_add(&self.rule.pairs, pair_left(pairs[i]), pair_right(pairs[i]), rank) < 0:
                 return -1
         return 0
 
@@ -1039,7 +911,7 @@ cdef class EncodeKernel:
         cdef ShortEntry* slot
         cdef int64_t entry
         if n == 1:
-            return self.byte_ids[s[0]]
+            return self.rule.byte_ids[s[0]]
         if n <= SHORT_KEY_BYTES:
             slot = shortcache_slot(&self.short_tokens, &keys[n])
             return slot.ids[0] if shortcache_holds(slot, &keys[n]) else -1
@@ -1050,9 +922,9 @@ cdef class EncodeKernel:
     def pair_table(self):
         """``(layout, pairs, slots)`` of the pair ranks: "packed" or "wide" (see
         ``bpe/_pairranks.pxd``), for tests to know which they hold."""
-        if self.pairs.wide:
-            return "wide", self.pairs.pairs.size, self.pairs.pairs.mask + 1
-        return "packed", self.pairs.size, self.pairs.mask + 1
+        if self.rule.pairs.wide:
+            return "wide", self.rule.pairs.pairs.size, self.rule.pairs.pairs.mask + 1
+        return "packed", self.rule.pairs.size, self.rule.pairs.mask + 1
 
     def may_be_short_token(self, bytes piece):
         """False when the filter of short tokens says ``piece`` (2 to
@@ -1074,100 +946,13 @@ cdef class EncodeKernel:
     def merged_ids(self):
         """How a merge's token is found: "offset" (its rank plus one offset: the
         ids follow the ranks) or "table" (``merged_id``), for tests to know."""
-        return "offset" if self.merged_in_order else "table"
+        return "offset" if self.rule.merged_in_order else "table"
 
     def __dealloc__(self):
         bytestable_free(&self.tokens)
         shortcache_free(&self.short_tokens)
         shortfilter_free(&self.short_token_filter)
-        pairranks_free(&self.pairs)
-        mem_free(self.merged_id)
-
-    cdef inline int32_t _rank(self, token_t left, token_t right) noexcept nogil:
-        return pair_rank(&self.pairs, left, right)
-
-    cdef inline token_t _merged(self, uint32_t rank) noexcept nogil:
-        """The token that ``rank`` makes.
-
-        Where ids follow ranks, an addition: a merge's new token is what its
-        next pair lookups are keyed by, and reading it from ``merged_id``
-        (200 KB for gpt2, 800 KB for o200k: L2 or L3 in a cold call) put a
-        dependent load on every merge's critical path."""
-        if self.merged_in_order:
-            return <token_t>(rank + self.merged_offset)
-        return self.merged_id[rank]
-
-    cdef int _merge_short(self, const uint8_t* piece, int64_t n, int32_t max_rank,
-                          Ids* out) noexcept nogil:
-        """``_merge`` for a pre-token of at most SHORT_PIECE bytes: the same rule (the
-        lowest rank merges first, the leftmost among equals), found by scanning a
-        small array of pair ranks (``_merge_step``) instead of keeping a heap,
-        whose upkeep costs more than the scan at these lengths."""
-        cdef Merging w
-        cdef int32_t i
-        self._start_merging(&w, piece, n)
-        while self._merge_step(&w, max_rank):
-            pass
-        if ids_reserve(out, w.m) < 0:
-            return -1
-        for i in range(w.m):
-            out.data[out.size + i] = <out_id_t>w.token[i]
-        out.size += w.m
-        return 0
-
-    cdef int _merge(self, Scratch* s, const uint8_t* piece, int64_t n, int32_t max_rank,
-                    Ids* out) noexcept nogil:
-        """Append the ids of ``piece`` (n >= 2 bytes) to ``out``. -1 when out of memory."""
-        cdef int64_t i, q, heap_size = 0
-        cdef int64_t key
-        cdef int32_t rank, position
-        cdef token_t* token
-        cdef int32_t* next_part
-        cdef int32_t* prev_part
-        if n <= SHORT_PIECE:
-            return self._merge_short(piece, n, max_rank, out)
-        if scratch_reserve(s, n) < 0:
-            return -1
-        token = s.part_token
-        next_part = s.part_next
-        prev_part = s.part_prev
-        for i in range(n):
-            token[i] = self.byte_ids[piece[i]]
-            next_part[i] = <int32_t>(i + 1)
-            prev_part[i] = <int32_t>(i - 1)
-        for i in range(n - 1):
-            rank = byte_pair_rank(&self.pairs, piece[i], piece[i + 1])
-            if 0 <= rank < max_rank:
-                heap_push(s.heap, &heap_size, (<int64_t>rank << 32) | i)
-        while heap_size > 0:
-            key = heap_pop(s.heap, &heap_size)
-            rank = <int32_t>(key >> 32)
-            position = <int32_t>(key & 0xFFFFFFFFLL)
-            q = next_part[position]
-            # Stale if the part was absorbed, or its pair changed since the push.
-            if token[position] < 0 or q >= n or self._rank(token[position], token[q]) != rank:
-                continue
-            token[position] = self._merged(rank)
-            token[q] = -1
-            next_part[position] = next_part[q]
-            if next_part[q] < n:
-                prev_part[next_part[q]] = position
-            if next_part[position] < n:
-                rank = self._rank(token[position], token[next_part[position]])
-                if 0 <= rank < max_rank:
-                    heap_push(s.heap, &heap_size, (<int64_t>rank << 32) | position)
-            if prev_part[position] >= 0:
-                rank = self._rank(token[prev_part[position]], token[position])
-                if 0 <= rank < max_rank:
-                    heap_push(s.heap, &heap_size, (<int64_t>rank << 32) | prev_part[position])
-        i = 0
-        while i < n:
-            if ids_reserve(out, 1) < 0:
-                return -1
-            out.data[out.size] = <out_id_t>token[i]
-            out.size += 1
-            i = next_part[i]
-        return 0
+        mergerule_free(&self.rule)
 
     cdef int _encode_piece(self, Scratch* s, const uint8_t* piece, int64_t n,
                            int source) noexcept nogil:
@@ -1191,7 +976,7 @@ cdef class EncodeKernel:
         if ids_reserve(&s.out, 1) < 0:
             return -1
         if n == 1:
-            s.out.data[s.out.size] = <out_id_t>self.byte_ids[piece[0]]
+            s.out.data[s.out.size] = <out_id_t>self.rule.byte_ids[piece[0]]
             s.out.size += 1
             return 0
         if cached:
@@ -1217,7 +1002,7 @@ cdef class EncodeKernel:
         if entry >= 0:
             s.out.data[s.out.size] = <out_id_t>self.tokens.values[entry]
             s.out.size += 1
-        elif self._merge(s, piece, n, self.n_ranks, &s.out) < 0:
+        elif merge_piece(&self.rule, &s.long_merge, piece, n, self.rule.n_ranks, &s.out) < 0:
             return -1
         # (A new short one is the caller's to remember: ``_remember_short``.)
         if cached and self._cache_general(s, piece, n, h, s.out.data + before, s.out.size - before, True) < 0:
@@ -1462,7 +1247,7 @@ cdef class EncodeKernel:
             j = 0
             while j < n_live:
                 g = place[j]
-                if self._merge_step(&group[g], self.n_ranks):
+                if merging_step(&self.rule, &group[g], self.rule.n_ranks):
                     j += 1
                     continue
                 k = member[g]
@@ -1577,20 +1362,9 @@ cdef class EncodeKernel:
             if token != NULL:
                 shortcache_insert(&s.short, entry, &key, token.ids, 1)
                 continue
-            self._start_merging(w, data + ends[k - 1], ends[k] - ends[k - 1])
+            merging_start(&self.rule, w, data + ends[k - 1], ends[k] - ends[k - 1])
             return k
         return -1
-
-    cdef inline void _start_merging(self, Merging* w, const uint8_t* piece, int64_t n) noexcept nogil:
-        """Set ``w`` to a pre-token of 1 to SHORT_PIECE bytes, split into bytes."""
-        cdef int64_t i
-        for i in range(n):
-            w.token[i] = self.byte_ids[piece[i]]
-        for i in range(n - 1):
-            # -1 (no merge) becomes the largest uint32: never below a max_rank.
-            w.ranks[i] = <uint32_t>byte_pair_rank(&self.pairs, piece[i], piece[i + 1])
-        w.m = <int32_t>n
-        w.at = -1
 
     cdef int _cache_merged(self, Scratch* s, const uint8_t* piece, int64_t n, const BatchKey* batch_key,
                            const Merging* w) noexcept nogil:
@@ -1603,49 +1377,6 @@ cdef class EncodeKernel:
         if shortcache_holds(entry, &key):
             return 0
         return self._remember_short(s, entry, &key, piece, n, <const out_id_t*>w.token, w.m)
-
-    cdef inline void _prefetch_merged(self, uint32_t rank) noexcept nogil:
-        """Start loading the id that ``rank`` makes (``merged_id``: 200 KB for
-        gpt2, mostly out of L1 and L2 in a cold call), if it is one and is
-        read (``_merged``)."""
-        if not self.merged_in_order:
-            prefetch(&self.merged_id[rank if rank < <uint32_t>self.n_ranks else 0])
-
-    cdef inline bint _merge_step(self, Merging* w, int32_t max_rank) noexcept nogil:
-        """One merge of ``w``, by pairs of rank below ``max_rank``: the lowest rank
-        first, the leftmost among equals. The ranks its last merge asked for are
-        read first; the two it asks for now are prefetched, so that a caller
-        merging several side by side finds them there. False when it has no
-        merge left."""
-        cdef int32_t at = w.at
-        cdef int32_t m = w.m
-        cdef uint32_t best = <uint32_t>max_rank
-        cdef int32_t i
-        if at >= 0:
-            if at + 1 < m:
-                w.ranks[at] = <uint32_t>self._rank(w.token[at], w.token[at + 1])
-                self._prefetch_merged(w.ranks[at])
-            if at > 0:
-                w.ranks[at - 1] = <uint32_t>self._rank(w.token[at - 1], w.token[at])
-                self._prefetch_merged(w.ranks[at - 1])
-        at = -1
-        for i in range(m - 1):
-            if w.ranks[i] < best:            # strictly lower: the leftmost wins ties
-                best = w.ranks[i]
-                at = i
-        if at < 0:
-            return False
-        w.token[at] = self._merged(best)
-        close_gap(w.token, at + 1, m - 1)    # the gap left by token[at + 1]
-        close_gap(w.ranks, at + 1, m - 1)
-        m -= 1
-        w.m = m
-        w.at = at
-        if at + 1 < m:
-            pairranks_prefetch(&self.pairs, w.token[at], w.token[at + 1])
-        if at > 0:
-            pairranks_prefetch(&self.pairs, w.token[at - 1], w.token[at])
-        return m > 1
 
     cdef Py_ssize_t _encode_batch(self, Scratch* s, const uint8_t* data, const Py_ssize_t* ends,
                                   const BatchKey* keys, Py_ssize_t count) noexcept nogil:
@@ -1998,9 +1729,7 @@ cdef class EncodeKernel:
         for k in range(n):
             if offsets[k + 1] - offsets[k] < 2:
                 raise ValueError(f"token {k} has {offsets[k + 1] - offsets[k]} bytes: nothing to split")
-        out.data = NULL
-        out.size = out.capacity = 0
-        out.borrowed = False
+        ids_init(&out)
         if scratch_init(&scratch) < 0:
             scratch_free(&scratch)
             raise MemoryError()
@@ -2009,7 +1738,7 @@ cdef class EncodeKernel:
                 for k in range(n):
                     length = offsets[k + 1] - offsets[k]
                     out.size = 0
-                    if self._merge(&scratch, &data[offsets[k]], length, <int32_t>k, &out) < 0:
+                    if merge_piece(&self.rule, &scratch.long_merge, &data[offsets[k]], length, <int32_t>k, &out) < 0:
                         failed = 1
                         break
                     count_view[k] = out.size

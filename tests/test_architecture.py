@@ -30,7 +30,7 @@ LAYERS = [
     "pure", "view",                                                  # the oracle, seeing tokens
     "records", "sources", "chunking", "specials", "patterns", "onig", "files", "workers", "progress", "errors",   # rules, tools
     "_train", "_rankfile", "_jsonl", "_decode", "_encode", "_lists", "_scanner", "unicode",   # kernels
-    "_shortcache", "_sharedgeneral", "_shortfilter", "_bytestable", "_pairranks", "_pairmap",    # kernel
+    "_mergerule", "_shortcache", "_sharedgeneral", "_shortfilter", "_bytestable", "_pairranks", "_pairmap",  # kernel
     "_specials", "_utf8", "_checks", "_types", "_memory",                                      # headers
 ]
 
