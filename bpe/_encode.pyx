@@ -34,6 +34,8 @@ from bpe._mergerule cimport (Ids, LongMerge, MergeRule, Merging, ids_init, ids_r
 from bpe._memory cimport (CAN_SHARE, add_count, empty_written_once, mem_alloc, mem_calloc_huge, mem_free,
                           next_capacity, prefetch, read_count, reserve_fresh, short_ids)
 from bpe._pairranks cimport pairranks_add, pairranks_bytes, pairranks_fill_bytes, pairranks_init, pairranks_prefetch
+from bpe._session cimport (SCAN_BATCH, Bytes, Scratch, Session, bytes_reserve, release_output,
+                           scratch_leave_shared, shared_nearly_full)
 from bpe._scanner cimport FILL_SLACK, N_PATTERNS, Scanner, check_pattern, read_ahead, scanner_fill, scanner_init
 from bpe._shortcache cimport (INLINE_IDS, SHARED_COUNT_EVERY, SHORT_KEY_BYTES, BatchKey, SharedCount, ShortCache,
                               ShortEntry, ShortKey, batch_key_hashed, copy_ids, count_ids, pair_holding, run_start,
@@ -49,22 +51,7 @@ from bpe._specials cimport Needles, needles_borrow, needles_free, needles_point_
 from bpe._types cimport offset_t, out_id_t, pack_pair, pair_left, pair_right, pair_t, token_t
 from bpe._utf8 cimport utf8_bound, write_utf8
 
-cdef extern from *:
-    """
-    #if !defined(_WIN32)
-    #include <unistd.h>
-    #endif
-    /* The bytes of one core's L2 cache, or 0 where the C library does not say
-       (glibc reads it from the CPU; other libraries may lack the name). */
-    static long bpe_l2_cache_bytes(void) {
-    #if defined(_SC_LEVEL2_CACHE_SIZE) && !defined(_WIN32)
-        long n = sysconf(_SC_LEVEL2_CACHE_SIZE);
-        return n > 0 ? n : 0;
-    #else
-        return 0;
-    #endif
-    }
-    """
+cdef extern from "_portable.h":
     long detected_l2_cache_bytes "bpe_l2_cache_bytes" () noexcept nogil
 
 cdef extern from "Python.h":
@@ -75,428 +62,19 @@ cdef extern from "Python.h":
 
 cdef enum:
     MAX_TOKEN_ID = 0x7FFFFFFE           # ids are token_t (int32) inside the kernel
+    CACHE_MAX_ENTRIES = 1 << 18      # then the general cache starts afresh: memory stays bounded
     CACHE_MAX_PIECE_BYTES = 256      # longer pre-tokens are rare; not worth caching
-    CACHE_MAX_ENTRIES = 1 << 18      # then the cache starts afresh: memory stays bounded
-    SHORT_CACHE_SLOTS = 1 << 18      # 8 MiB to start with; half as many entries, then it grows ...
-    SHORT_CACHE_MAX_SLOTS = 1 << 20  # ... to 32 MiB; then half as many entries, then afresh
-    SHARED_GENERAL_SLOTS = 1 << 19   # a shared general cache's: 4 MiB, for as many entries as a session's own ...
-    SHARED_GENERAL_BYTES = 1 << 25   # ... and 32 MiB of them (both touched only as filled)
     WHOLE_SEGMENT = -1               # "pattern" id: no pre-tokenization
-    SCAN_BATCH = 128                 # pre-tokens scanned before they are looked up
-    COLD_BATCH = 256                 # ... while the session is cold
+    COLD_BATCH = 256                 # pre-tokens scanned at once while the session is cold (else SCAN_BATCH)
     OUT_SLACK = INLINE_IDS           # ids a short-cache hit writes: its four lanes, copied at once
     PAIR_BATCH = 16                  # pairs of a token prefetched before they are entered
     MERGE_GROUP = 16                 # new short pre-tokens merged side by side (``_merge_fresh``)
     GROUP_AFTER_MISSES = 2           # a batch after one with this many misses merges its new ones side by side
     NEVER_GROUPED = -1               # ... or none does (``EncodeKernel.group_after_misses``)
-    KERNEL_CHOOSES = -2              # the setting of ``_group_after_misses`` that leaves it to each kernel
 
 cdef enum:                           # what _encode_piece's caller knows of the piece
     PIECE_ANY = 0                    # nothing: it may be a token, or in the general cache
     PIECE_NEW_SHORT = 1              # short, no token, not seen since the short cache cleared (the caller caches it)
-
-
-cdef struct Bytes:
-    uint8_t* data
-    int64_t capacity
-
-
-cdef inline int bytes_reserve(Bytes* b, int64_t n) noexcept nogil:
-    """Room for ``n`` bytes; what was there is not kept."""
-    return reserve_fresh(<void**>&b.data, &b.capacity, n, 1, 4096)
-
-
-cdef struct Scratch:
-    Ids out              # the ids of the call
-    Bytes text           # the call's non-ASCII str texts, as UTF-8
-    ShortCache short     # pre-tokens of up to SHORT_KEY_BYTES bytes -> their ids (see bpe/_shortcache.pxd)
-    ShortCache own_short # its own table while ``short`` is a shared one (``Session.share``); slots NULL otherwise
-    Ids cached           # ids of the other cached pre-tokens, sliced by the cache's values
-    Ids held             # a cold batch's misses' ids, until they go in among its hits' (``_encode_cold``)
-    BytesTable cache     # their bytes -> (offset in cached) << 16 | count
-    uint64_t cache_era   # how often ``cache`` started afresh: older short-cache markers point at nothing
-    LongMerge long_merge # work arrays for merging a long pre-token
-    Py_ssize_t missed    # pre-tokens of the last batch in neither session cache: a cold session's sign
-    SharedGeneral* general_shared  # a general cache shared behind ``cache`` (``Session.share``), else NULL
-
-
-# The short cache's first and largest sizes for sessions made from now on:
-# SHORT_CACHE_SLOTS and SHORT_CACHE_MAX_SLOTS, unless a test has made them
-# small (``short_cache_sizes``) to see a cache grow and start afresh soon.
-cdef int64_t _short_cache_slots = SHORT_CACHE_SLOTS
-cdef int64_t _short_cache_max_slots = SHORT_CACHE_MAX_SLOTS
-# Sessions made so far: each one's number names it in its eras (``scratch_init``).
-cdef uint64_t _sessions_made = 0
-# Misses in a batch after which the next merges its new pre-tokens side by side:
-# each kernel's own choice (``EncodeKernel.group_after_misses``), unless a test
-# forces that path always (0) or never (-1).
-cdef Py_ssize_t _group_after_misses = KERNEL_CHOOSES
-# The L2 cache that kernels made from now on compare their pair table with: the
-# machine's, unless a test assumes another (0: unknown).
-cdef int64_t _l2_cache_bytes = detected_l2_cache_bytes()
-# Whether kernels made from now on add a merge's rank to an offset where ids
-# follow ranks (``EncodeKernel._merged``): True, unless a test reads
-# ``merged_id`` for every vocabulary.
-cdef bint _merged_in_order = True
-
-
-def short_cache_sizes(first=None, largest=None):
-    """``(first, largest)``: the slots a session's short cache starts with and
-    may grow to, for sessions made from now on; given both, they are set
-    (powers of two, 2 <= first <= largest) and the sizes before returned."""
-    global _short_cache_slots, _short_cache_max_slots
-    before = (_short_cache_slots, _short_cache_max_slots)
-    if first is not None or largest is not None:
-        if not (isinstance(first, int) and isinstance(largest, int) and 2 <= first <= largest
-                and first & (first - 1) == 0 and largest & (largest - 1) == 0):
-            raise ValueError(f"sizes must be powers of two with 2 <= first <= largest, "
-                             f"not {first!r} and {largest!r}")
-        _short_cache_slots, _short_cache_max_slots = first, largest
-    return before
-
-
-_ASKED = object()
-
-
-def group_after_misses(misses=_ASKED):
-    """How many misses in a batch make the next merge its new short pre-tokens
-    side by side (``EncodeKernel._encode_cold``): None (the default) leaves it
-    to each kernel (``EncodeKernel.group_after_misses``). Given ``misses`` (an
-    int: 0 for every batch, -1 for none; or None), it is set, and the setting
-    before returned. For tests, which force either path."""
-    global _group_after_misses
-    before = None if _group_after_misses == KERNEL_CHOOSES else _group_after_misses
-    if misses is not _ASKED:
-        if misses is None:
-            _group_after_misses = KERNEL_CHOOSES
-        elif not isinstance(misses, int) or misses < -1:
-            raise ValueError(f"misses must be an int >= -1 or None, not {misses!r}")
-        else:
-            _group_after_misses = misses
-    return before
-
-
-def l2_cache_bytes(size=None):
-    """The bytes of L2 cache that kernels made from now on take a core to have
-    (``EncodeKernel.group_after_misses``): the machine's, 0 where unknown.
-    Given ``size`` (an int >= 0), it is set, and the size before returned; for
-    tests, which assume machines of either kind."""
-    global _l2_cache_bytes
-    before = _l2_cache_bytes
-    if size is not None:
-        if not isinstance(size, int) or size < 0:
-            raise ValueError(f"size must be an int >= 0, not {size!r}")
-        _l2_cache_bytes = size
-    return before
-
-
-def merged_ids_by_offset(enabled=None):
-    """Whether kernels made from now on find a merge's token by adding an
-    offset to its rank where every merged id follows its rank
-    (``EncodeKernel._merged``); given ``enabled`` (a bool), it is set, and the
-    setting before returned. For tests, which force the table on vocabularies
-    in order too."""
-    global _merged_in_order
-    before = bool(_merged_in_order)
-    if enabled is not None:
-        if not isinstance(enabled, bool):
-            raise ValueError(f"enabled must be a bool, not {enabled!r}")
-        _merged_in_order = enabled
-    return before
-
-
-cdef int scratch_init(Scratch* s) noexcept nogil:
-    ids_init(&s.out)
-    ids_init(&s.cached)
-    ids_init(&s.held)
-    s.text.data = NULL
-    s.text.capacity = 0
-    longmerge_init(&s.long_merge)
-    s.missed = SCAN_BATCH               # a new session is cold: as if a whole batch had missed
-    # An era's high half names the session: a marker another session made in
-    # a shared short cache is then never taken for one of this one's.
-    global _sessions_made
-    _sessions_made += 1
-    s.cache_era = <uint64_t>_sessions_made << 32
-    s.general_shared = NULL
-    # The short cache is made on first use (``Session.ready``).
-    shortcache_none(&s.short)
-    shortcache_none(&s.own_short)
-    # The general cache holds only what the short one cannot (longer pre-tokens,
-    # more ids), yet is sized for a busy call from the start: growing from small
-    # rehashes every key several times over in each cold call. Its keys are
-    # hashed a word at a time: only this session looks them up.
-    if bytestable_init_sized(&s.cache, 1 << 13, 1 << 16) < 0:
-        return -1
-    s.cache.by_words = True
-    return 0
-
-
-cdef void scratch_free(Scratch* s) noexcept nogil:
-    scratch_unshare(s)
-    mem_free(s.out.data)
-    mem_free(s.cached.data)
-    mem_free(s.held.data)
-    mem_free(s.text.data)
-    longmerge_free(&s.long_merge)
-    shortcache_free(&s.short)
-    bytestable_free(&s.cache)
-
-
-#: Whether sessions can share caches here (``SharedCache``): where the
-#: compiler offers atomics (GCC and Clang).
-SHARED_CACHE_AVAILABLE = bool(CAN_SHARE)
-
-
-cdef class SharedCache:
-    """Pre-token caches that several sessions fill and look up at once: the
-    workers of one ``encode_file``, each encoding its own chunks, so that a
-    pre-token one merged the other finds.
-
-    A short cache (see "shared" in ``bpe/_shortcache.pxd``), which the
-    sessions use instead of their own: its size is a session's largest; it
-    never grows, and a session that would fill it goes back to its own cache
-    for the rest of its call. And a general cache (``bpe/_sharedgeneral.pxd``),
-    which they ask behind their own general caches and add to: a table of
-    ``general_slots`` slots and ``general_bytes`` of entries (smaller in
-    tests), which takes nothing more at its budget. Both start afresh only
-    when no session uses them (``clear``).
-
-    Its pages are left to calloc, zero until first touched, and so faulted in
-    by the workers as they probe, not all by the thread that makes it. (Unlike
-    a session's own table, which is zeroed in order when made: there, pages
-    faulted one by one at random cost a cold call 15 %. A shared table is on
-    huge pages, and zeroing it first on one thread measured no faster.)"""
-    cdef ShortCache c        # each session that shares it copies this (``Session.share``)
-    cdef SharedCount count   # its entries and sharers, as the sessions count them
-    cdef SharedGeneral general
-
-    def __cinit__(self, int64_t general_slots=SHARED_GENERAL_SLOTS, int64_t general_bytes=SHARED_GENERAL_BYTES):
-        cdef int64_t n_slots = _short_cache_max_slots
-        cdef void* block
-        if general_slots < 2 or general_slots & (general_slots - 1) or general_bytes < 64:
-            raise ValueError(f"general_slots must be a power of two >= 2 and general_bytes >= 64, "
-                             f"not {general_slots} and {general_bytes}")
-        shortcache_none(&self.c)
-        self.general.slots = NULL
-        self.general.arena = NULL
-        block = mem_calloc_huge(shortcache_bytes(n_slots))
-        if block == NULL:
-            raise MemoryError()
-        shortcache_place(&self.c, block, n_slots, n_slots)
-        self.c.shared = &self.count
-        self.count.entries = 0
-        self.count.sharers = 0
-        if sharedgeneral_init(&self.general, general_slots, general_bytes) < 0:
-            raise MemoryError()
-
-    def __dealloc__(self):
-        shortcache_free(&self.c)
-        sharedgeneral_free(&self.general)
-
-    @property
-    def entries(self):
-        """Its short cache's entries, as far as the sessions have added theirs
-        (they add them SHARED_COUNT_EVERY at a time, and all when they stop
-        sharing it)."""
-        return read_count(&self.count.entries)
-
-    @property
-    def general_entries(self):
-        """The pieces in its general cache."""
-        return read_count(&self.general.entries)
-
-    @property
-    def slots(self):
-        return self.c.mask + 1
-
-    def crowded(self):
-        """Whether either cache holds three quarters of its budget: then both
-        start afresh before sessions share them again (``Encoder.sharing_cache``)."""
-        return (4 * read_count(&self.count.entries) >= 3 * self.c.max_entries
-                or 4 * read_count(&self.general.entries) >= 3 * self.general.max_entries
-                or 4 * read_count(&self.general.used) >= 3 * self.general.arena_bytes)
-
-    def clear(self):
-        """Start afresh. Only while no session shares it."""
-        shortcache_clear(&self.c)
-        self.count.entries = 0
-        sharedgeneral_clear(&self.general)
-
-    def find_general(self, bytes piece):
-        """For tests: the ids its general cache holds for ``piece``, or None."""
-        cdef int64_t count = 0
-        cdef const out_id_t* ids = sharedgeneral_find(&self.general, <const uint8_t*>piece, len(piece),
-                                                      hash_by_words(<const uint8_t*>piece, len(piece)), &count)
-        return None if ids == NULL else [ids[i] for i in range(count)]
-
-    def store_general(self, bytes piece, ids):
-        """For tests: keep ``ids`` as those of ``piece`` in its general cache, as a
-        session does; whether it holds ``piece`` now (False for a new one at its
-        budget)."""
-        cdef uint32_t[::1] held = np.asarray(ids, dtype=np.uint32)
-        return sharedgeneral_store(&self.general, <const uint8_t*>piece, len(piece),
-                                   hash_by_words(<const uint8_t*>piece, len(piece)),
-                                   <const out_id_t*>&held[0] if held.shape[0] else NULL, held.shape[0])
-
-
-def store_after_a_race(SharedCache shared not None, bytes piece, uint32_t piece_id,
-                       bytes taker, uint32_t taker_id):
-    """For tests: store ``piece`` (1 to SHORT_KEY_BYTES bytes) as its one id in
-    ``shared``, as a session does whose probe found an empty slot that another
-    session then took, before it stored, for ``taker`` (the store must go on
-    to an empty slot past it) or for ``piece`` itself (then it must store
-    nothing). Returns whether it stored, the id ``piece`` is found with
-    afterwards, and how many slots past the taken one it is."""
-    cdef ShortKey key, taker_key
-    cdef ShortCache mine = shared.c
-    cdef ShortCache other = shared.c
-    cdef ShortEntry* slot
-    cdef ShortEntry* found
-    cdef ShortEntry* stored
-    if not (1 <= len(piece) <= SHORT_KEY_BYTES and 1 <= len(taker) <= SHORT_KEY_BYTES):
-        raise ValueError(f"pieces must be 1 to {SHORT_KEY_BYTES} bytes")
-    short_key(&key, <const uint8_t*>piece, len(piece), len(piece))
-    short_key(&taker_key, <const uint8_t*>taker, len(taker), len(taker))
-    slot = shortcache_slot(&shared.c, &key)
-    if shortcache_holds(slot, &key):
-        raise ValueError(f"{piece!r} is in the cache already")
-    shortcache_insert(&other, slot, &taker_key, &taker_id, 1)
-    stored = shortcache_insert(&mine, slot, &key, &piece_id, 1)
-    add_count(&shared.count.entries, mine.n_entries + other.n_entries)
-    found = shortcache_slot(&shared.c, &key)
-    return stored != NULL, found.ids[0] if shortcache_holds(found, &key) else None, \
-        <int64_t>((<uint64_t>(found - slot)) & <uint64_t>shared.c.mask)
-
-
-cdef inline bint shared_nearly_full(const ShortCache* c, int64_t inserts) noexcept nogil:
-    """Whether a shared short cache may reach its budget before the sessions that
-    share it have each made ``inserts`` more entries and added to its count
-    those they have not yet."""
-    return (read_count(&c.shared.entries)
-            + (inserts + SHARED_COUNT_EVERY) * read_count(&c.shared.sharers) >= c.max_entries)
-
-
-cdef void scratch_leave_short(Scratch* s) noexcept nogil:
-    """Go back to the session's own short cache (made when next needed, if it
-    has none yet), if it was sharing one."""
-    if s.short.shared == NULL:
-        return
-    add_count(&s.short.shared.entries, s.short.n_entries)
-    add_count(&s.short.shared.sharers, -1)
-    s.short = s.own_short
-    shortcache_none(&s.own_short)
-
-
-cdef void scratch_unshare(Scratch* s) noexcept nogil:
-    """Go back to the session's own caches alone."""
-    scratch_leave_short(s)
-    s.general_shared = NULL
-
-
-cdef int own_short_init(ShortCache* c) noexcept nogil:
-    """Make a session's own short cache, at the sizes sessions now start with and
-    may grow to (``short_cache_sizes``). -1, and none made, when out of memory."""
-    if shortcache_init(c, _short_cache_slots, _short_cache_max_slots) < 0:
-        shortcache_free(c)
-        return -1
-    return 0
-
-
-cdef void scratch_leave_shared(Scratch* s) noexcept nogil:
-    """``scratch_leave_short`` in the middle of a call, its own short cache made
-    now; it goes on asking the shared general cache, which only stops taking
-    pieces at its budget. Out of memory, it goes on with the shared short
-    cache, which takes no entries past its budget: lookups still find what it
-    holds."""
-    if s.own_short.slots == NULL and own_short_init(&s.own_short) < 0:
-        return
-    scratch_leave_short(s)
-
-
-cdef class Session:
-    """Scratch buffers and pre-token caches (each bounded: then started afresh)
-    for one encoding call at a time.
-
-    ``bpe.encoder.Encoder`` pools sessions and lends one to each call, so the
-    cache stays warm from call to call; a session is never used by two calls
-    at once. While it shares a short cache (``share``), its own is kept for
-    later; it is made on first use, so that a session that only ever shares
-    never makes one.
-    """
-    cdef Scratch scratch
-    cdef SharedCache shared    # the caches it shares, kept alive meanwhile; else None
-
-    def __cinit__(self):
-        if scratch_init(&self.scratch) < 0:
-            scratch_free(&self.scratch)
-            raise MemoryError()
-
-    def __dealloc__(self):
-        scratch_free(&self.scratch)
-
-    cdef Scratch* ready(self) except NULL:
-        """Its scratch, with a short cache to use (its own made if need be)."""
-        if self.scratch.short.slots == NULL and own_short_init(&self.scratch.short) < 0:
-            raise MemoryError()
-        return &self.scratch
-
-    def share(self, SharedCache shared not None):
-        """Look up and fill ``shared``'s short cache instead of its own (until
-        the kernel finds it nearly full), and its general cache behind its
-        own, until ``unshare``."""
-        self.unshare()
-        self.scratch.own_short = self.scratch.short
-        self.scratch.short = shared.c
-        add_count(&shared.count.sharers, 1)
-        self.scratch.general_shared = &shared.general
-        self.shared = shared
-
-    def unshare(self):
-        """Go back to its own caches alone."""
-        scratch_unshare(&self.scratch)
-        self.shared = None
-
-    @property
-    def sharing(self):
-        """Whether it uses a shared short cache now."""
-        return self.scratch.short.shared != NULL
-
-    @property
-    def sharing_general(self):
-        """Whether it asks a shared general cache now."""
-        return self.scratch.general_shared != NULL
-
-    @property
-    def cached_pieces(self):
-        return self.scratch.short.n_entries + self.scratch.cache.n_entries
-
-    @property
-    def short_cache_slots(self):
-        """The slots of the short cache now (it grows: see ``bpe/_shortcache.pxd``;
-        0 before its first use)."""
-        return 0 if self.scratch.short.slots == NULL else self.scratch.short.mask + 1
-
-
-cdef enum:
-    KEPT_PIECE_BYTES = 1 << 16   # the longest pre-token whose work arrays a session keeps after a call
-
-
-cdef void release_output(Scratch* s) noexcept nogil:
-    """Forget the call's ids; give back very large buffers. The work arrays of
-    one outsized pre-token (36 bytes a byte of it: 360 MB for a 10 MB DNA line)
-    go too, so one call does not leave a session, one per thread, holding them."""
-    s.out.size = 0
-    if s.out.capacity > (1 << 20):
-        mem_free(s.out.data)
-        s.out.data = NULL
-        s.out.capacity = 0
-    if s.text.capacity > (1 << 22):
-        mem_free(s.text.data)
-        s.text.data = NULL
-        s.text.capacity = 0
-    if s.long_merge.token_capacity > KEPT_PIECE_BYTES:
-        longmerge_free(&s.long_merge)
 
 
 cdef inline void str_parts(object text, const void** source, Py_ssize_t* n_points,
@@ -619,6 +197,11 @@ cdef int utf8_of_strs(Bytes* buffer, Py_ssize_t n_texts, const void** sources,
     return 0
 
 
+def machine_l2_cache_bytes():
+    """The bytes of one core's L2 cache, as the C library tells it; 0 where it does not."""
+    return detected_l2_cache_bytes()
+
+
 def _entry_of_id(token_ids, ranked_ids):
     """For each ranked id, the index of the first token with that id, or -1
     (int64). Ids are non-negative (checked before)."""
@@ -677,6 +260,21 @@ cdef class EncodeKernel:
         straight to it (``ignore_merges``). If not, only the tokens that the
         merges make of their own bytes do, which is what merging would give.
         (tiktoken's rule always maps them.)
+
+    The rest choose among paths that give the same ids (``bpe.encoder.EncoderOptions``
+    holds an encoder's; tests force each path):
+
+    group_after_misses : int, optional
+        The misses in a batch after which the next merges its new short
+        pre-tokens side by side (``_encode_cold``): 0 every batch, -1 none,
+        None the kernel's choice (see the end of ``__cinit__``).
+    l2_cache_bytes : int, optional
+        A core's L2 cache, which that choice compares the pair table with:
+        None the machine's (``machine_l2_cache_bytes``), 0 unknown.
+    merged_ids_by_offset : bool
+        Whether a merge's token is found by adding an offset to its rank where
+        every merged id follows its rank (``rule_merged``), else always read
+        from the table.
     """
     cdef:
         MergeRule rule          # what merging a pre-token reads (``bpe/_mergerule.pxd``)
@@ -693,7 +291,8 @@ cdef class EncodeKernel:
     def __cinit__(self, const token_t[::1] byte_ids, const uint8_t[::1] token_data,
                   const offset_t[::1] token_offsets, const token_t[::1] token_ids,
                   const token_t[::1] ranked_ids, const token_t[:, ::1] merge_pairs=None,
-                  bint whole_tokens=True):
+                  bint whole_tokens=True, group_after_misses=None, l2_cache_bytes=None,
+                  bint merged_ids_by_offset=True):
         cdef Py_ssize_t n_tokens = token_ids.shape[0]
         cdef Py_ssize_t t, k
         cdef int64_t start
@@ -701,6 +300,10 @@ cdef class EncodeKernel:
         cdef const uint8_t* data = &token_data[0] if token_data.shape[0] > 0 else NULL
         if byte_ids.shape[0] != 256:
             raise ValueError(f"byte_ids has {byte_ids.shape[0]} entries, not 256")
+        if group_after_misses is not None and (type(group_after_misses) is not int or group_after_misses < -1):
+            raise ValueError(f"group_after_misses must be an int >= -1 or None, not {group_after_misses!r}")
+        if l2_cache_bytes is not None and (type(l2_cache_bytes) is not int or l2_cache_bytes < 0):
+            raise ValueError(f"l2_cache_bytes must be an int >= 0 or None, not {l2_cache_bytes!r}")
         if merge_pairs is not None and (merge_pairs.shape[0] != ranked_ids.shape[0] or merge_pairs.shape[1] != 2):
             raise ValueError(f"merge_pairs is {merge_pairs.shape[0]} x {merge_pairs.shape[1]}, not "
                              f"{ranked_ids.shape[0]} x 2 (a pair for each rank)")
@@ -729,7 +332,7 @@ cdef class EncodeKernel:
         if self.rule.merged_id == NULL:
             raise MemoryError()
         self.rule.merged_offset = ranked_ids[0] if self.rule.n_ranks > 0 else 0
-        self.rule.merged_in_order = _merged_in_order
+        self.rule.merged_in_order = merged_ids_by_offset
         for k in range(self.rule.n_ranks):
             self.rule.merged_id[k] = ranked_ids[k]
             if ranked_ids[k] != self.rule.merged_offset + k:
@@ -767,7 +370,11 @@ cdef class EncodeKernel:
         # cl100k and o200k (4 and 8 MiB), and level to 18 % faster for every
         # vocabulary on a Zen 3 with 512 KiB (docs/performance.md). Where the
         # size is unknown: side by side.
-        if _l2_cache_bytes == 0 or pairranks_bytes(&self.rule.pairs) > _l2_cache_bytes:
+        if l2_cache_bytes is None:
+            l2_cache_bytes = detected_l2_cache_bytes()
+        if group_after_misses is not None:
+            self.group_after_misses = group_after_misses
+        elif l2_cache_bytes == 0 or pairranks_bytes(&self.rule.pairs) > l2_cache_bytes:
             self.group_after_misses = GROUP_AFTER_MISSES
         else:
             self.group_after_misses = NEVER_GROUPED
@@ -824,14 +431,12 @@ cdef class EncodeKernel:
         cdef Py_ssize_t t
         cdef int64_t length
         cdef int failed = 0
-        cdef Scratch scratch
+        cdef LongMerge work
         cdef Ids out
         kept = np.zeros(n, dtype=np.uint8)
         cdef uint8_t[::1] kept_view = kept
         ids_init(&out)
-        if scratch_init(&scratch) < 0:
-            scratch_free(&scratch)
-            raise MemoryError()
+        longmerge_init(&work)
         try:
             with nogil:
                 for t in range(n):
@@ -840,7 +445,7 @@ cdef class EncodeKernel:
                         kept_view[t] = length == 1 and self.rule.byte_ids[token_data[token_offsets[t]]] == token_ids[t]
                         continue
                     out.size = 0
-                    if merge_piece(&self.rule, &scratch.long_merge, &token_data[token_offsets[t]], length,
+                    if merge_piece(&self.rule, &work, &token_data[token_offsets[t]], length,
                                    self.rule.n_ranks, &out) < 0:
                         failed = 1
                         break
@@ -850,7 +455,7 @@ cdef class EncodeKernel:
             return kept.astype(bool)
         finally:
             mem_free(out.data)
-            scratch_free(&scratch)
+            longmerge_free(&work)
 
     cdef int _register_splits(self, int32_t rank, const uint8_t* token, int64_t length,
                               int64_t readable) noexcept nogil:
@@ -939,7 +544,7 @@ cdef class EncodeKernel:
     @property
     def merges_side_by_side(self):
         """Whether a cold batch's new pre-tokens are merged side by side unless
-        a test forces either path (``group_after_misses``), for tests to know."""
+        its options force either path (``group_after_misses``), for tests to know."""
         return self.group_after_misses != NEVER_GROUPED
 
     @property
@@ -1163,7 +768,7 @@ cdef class EncodeKernel:
         """
         cdef Py_ssize_t i = 0
         cdef Py_ssize_t batch, missed
-        cdef Py_ssize_t group_after = _group_after_misses
+        cdef Py_ssize_t group_after = self.group_after_misses
         cdef bint cold
         cdef Scanner scanner
         cdef Py_ssize_t ends_from_start[1 + COLD_BATCH + FILL_SLACK]
@@ -1171,8 +776,6 @@ cdef class EncodeKernel:
         cdef BatchKey keys[COLD_BATCH + FILL_SLACK]
         if pattern == WHOLE_SEGMENT:
             return self._encode_piece(s, data, n, PIECE_ANY)
-        if group_after == KERNEL_CHOOSES:
-            group_after = self.group_after_misses
         scanner_init(&scanner, pattern, data, n)
         # Every id covers at least one byte: room for n ids serves the segment.
         if ids_reserve(&s.out, n) < 0:
@@ -1723,22 +1326,20 @@ cdef class EncodeKernel:
         cdef Py_ssize_t k
         cdef int64_t length
         cdef int failed = 0
-        cdef Scratch scratch
+        cdef LongMerge work
         cdef Ids out
         check_offsets(offsets, -1, data.shape[0], "ranked tokens")
         for k in range(n):
             if offsets[k + 1] - offsets[k] < 2:
                 raise ValueError(f"token {k} has {offsets[k + 1] - offsets[k]} bytes: nothing to split")
         ids_init(&out)
-        if scratch_init(&scratch) < 0:
-            scratch_free(&scratch)
-            raise MemoryError()
+        longmerge_init(&work)
         try:
             with nogil:
                 for k in range(n):
                     length = offsets[k + 1] - offsets[k]
                     out.size = 0
-                    if merge_piece(&self.rule, &scratch.long_merge, &data[offsets[k]], length, <int32_t>k, &out) < 0:
+                    if merge_piece(&self.rule, &work, &data[offsets[k]], length, <int32_t>k, &out) < 0:
                         failed = 1
                         break
                     count_view[k] = out.size
@@ -1750,7 +1351,7 @@ cdef class EncodeKernel:
             return parts, n_parts
         finally:
             mem_free(out.data)
-            scratch_free(&scratch)
+            longmerge_free(&work)
 
 
 cdef object ids_array(const Ids* ids, bint narrow):
@@ -1816,7 +1417,7 @@ cdef class ShortCalls:
     cdef object __weakref__      # the encoder holds its tokenizers' ShortCalls weakly
 
     def __cinit__(self, EncodeKernel kernel not None, int pattern, tuple tokens, ids,
-                  PrebuiltInts ints not None):
+                  PrebuiltInts ints not None, Session session not None):
         if not 0 <= pattern < N_PATTERNS:
             raise ValueError(f"unknown native pattern id {pattern}")
         self.id_array = np.ascontiguousarray(ids, dtype=np.uint32)
@@ -1830,16 +1431,16 @@ cdef class ShortCalls:
         self.kernel = kernel
         self.pattern = pattern
         self.ints = ints
-        self.session = Session()
+        self.session = session
 
     def __dealloc__(self):
         if self.needles_made:
             needles_free(&self.needles)
 
-    def clear(self):
-        """Start afresh: a new session, with empty caches."""
+    def clear(self, Session session not None):
+        """Start afresh with ``session``, a new one, its caches empty."""
         if not self.busy:
-            self.session = Session()
+            self.session = session
 
     @property
     def cached_pieces(self) -> int:

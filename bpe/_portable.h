@@ -7,7 +7,8 @@
  * x86 paths past SSE2 are never chosen: it has no __builtin_cpu_supports, so
  * the check says no and the scanners take SSE2, which x86-64 always has. The
  * atomics (bpe/_memory.pxd) and the OS's memory calls (bpe/_memory.pyx) have
- * their own guards, with plain fallbacks.
+ * their own guards, with plain fallbacks. Also the size of a core's L2
+ * cache, where the C library tells it.
  */
 #ifndef BPE_PORTABLE_H
 #define BPE_PORTABLE_H
@@ -34,5 +35,19 @@ static inline int bpe_clz64(uint64_t x) { return __builtin_clzll(x); }
 #define BPE_CPU_INIT() __builtin_cpu_init()
 #define BPE_CPU_SUPPORTS(feature) __builtin_cpu_supports(feature)
 #endif
+
+#if !defined(_WIN32)
+#include <unistd.h>
+#endif
+/* The bytes of one core's L2 cache, or 0 where the C library does not say
+   (glibc reads it from the CPU; other libraries may lack the name). */
+static inline long bpe_l2_cache_bytes(void) {
+#if defined(_SC_LEVEL2_CACHE_SIZE) && !defined(_WIN32)
+    long n = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return n > 0 ? n : 0;
+#else
+    return 0;
+#endif
+}
 
 #endif

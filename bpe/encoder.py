@@ -9,13 +9,15 @@ tokenizer's Python dicts.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import threading
 import weakref
-from typing import Iterator, Mapping, Optional, Sequence
+from typing import ClassVar, Iterator, Mapping, Optional, Sequence
 
 import numpy as np
 
-from bpe._encode import SHARED_CACHE_AVAILABLE, EncodeKernel, Session, SharedCache, ShortCalls
+from bpe._encode import EncodeKernel, ShortCalls
+from bpe._session import SHARED_CACHE_AVAILABLE, SHORT_CACHE_SIZES, Session, SharedCache, check_slots
 from bpe._lists import PrebuiltInts, ids_to_list, ids_to_lists
 from bpe._memory import empty_written_once
 from bpe.formats import flatten
@@ -41,12 +43,49 @@ def utf8(text: str) -> bytes:
         return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode("utf-8")
 
 
+@dataclasses.dataclass(frozen=True)
+class EncoderOptions:
+    """How an ``Encoder``'s kernel and sessions run: choices among paths that
+    give the same ids, and cache sizes. The defaults are for use; the tests
+    make others (``bpe._testing``) to force each path and to see caches grow
+    and start afresh within a short text."""
+
+    #: The slots a session's short cache starts with and may grow to (powers of two).
+    short_cache_slots: int = SHORT_CACHE_SIZES[0]
+    short_cache_max_slots: int = SHORT_CACHE_SIZES[1]
+    #: Misses in a batch after which the next merges its new short pre-tokens
+    #: side by side: 0 every batch, -1 none, None the kernel's choice from its
+    #: pair table's size and the L2 cache's (``EncodeKernel``).
+    group_after_misses: Optional[int] = None
+    #: The L2 cache that choice assumes: None the machine's, 0 unknown.
+    l2_cache_bytes: Optional[int] = None
+    #: Whether a merge's token is its rank plus an offset where every merged id
+    #: follows its rank; False reads it from the table always.
+    merged_ids_by_offset: bool = True
+
+    def __post_init__(self):
+        check_slots(self.short_cache_slots, self.short_cache_max_slots)
+        if type(self.merged_ids_by_offset) is not bool:
+            raise ValueError(f"merged_ids_by_offset must be a bool, not {self.merged_ids_by_offset!r}")
+
+    def kernel(self) -> dict:
+        """The ``EncodeKernel`` arguments among them (which it checks)."""
+        return {"group_after_misses": self.group_after_misses, "l2_cache_bytes": self.l2_cache_bytes,
+                "merged_ids_by_offset": self.merged_ids_by_offset}
+
+
 class Encoder:
     """Encode text with one vocabulary (thread-safe; pools per-call sessions)."""
 
+    #: The options of encoders made without any (``bpe._testing.encoder_defaults``
+    #: changes them for a block, so that the encoders a test's tokenizers make
+    #: inside take a path it forces).
+    default_options: ClassVar[EncoderOptions] = EncoderOptions()
+
     def __init__(self, arrays: Mapping[str, np.ndarray], pattern: Optional[str],
                  special_tokens: Mapping[str, int], source: Optional[str] = None, pipeline=None,
-                 keep_unmatched: bool = True):
+                 keep_unmatched: bool = True, options: Optional[EncoderOptions] = None):
+        self.options = options if options is not None else Encoder.default_options
         self._arrays = dict(arrays)
         self.keep_unmatched = keep_unmatched      # see Tokenizer._keep_unmatched
         self.pattern = pattern
@@ -57,7 +96,7 @@ class Encoder:
         # the kernel alone encodes every text as they would.
         self.pipeline = pipeline if pipeline is not None and not (
             pipeline.simple and pipeline.normalizer.identity) else None
-        self._kernel = EncodeKernel(**self._arrays)
+        self._kernel = EncodeKernel(**self._arrays, **self.options.kernel())
         self._native = native_pattern_id(pattern)
         self._lock = threading.Lock()
         self._idle_sessions: list = []
@@ -110,11 +149,14 @@ class Encoder:
         if self._native is None or self.pipeline is not None:
             return None
         tokens = sorted(self.special_tokens) if specials else []
-        short = ShortCalls(self._kernel, self._native, *self._needles(tokens), ints)
+        short = ShortCalls(self._kernel, self._native, *self._needles(tokens), ints, self._new_session())
         with self._lock:
             short.paused = self._sharing > 0
             self._short_calls.add(short)
         return short
+
+    def _new_session(self) -> Session:
+        return Session(self.options.short_cache_slots, self.options.short_cache_max_slots)
 
     def _session(self) -> "_Lease":
         """Scratch buffers and a warm pre-token cache for one call: ``with
@@ -129,7 +171,7 @@ class Encoder:
     @contextlib.contextmanager
     def sharing_cache(self) -> Iterator[None]:
         """A ``with`` block in which every call's session looks up and fills
-        caches shared (``bpe._encode.SharedCache``): one short cache instead of
+        caches shared (``bpe._session.SharedCache``): one short cache instead of
         its own, and one general cache behind its own. For threads that encode
         parts of one corpus at once, each of which would otherwise merge again
         what the others have merged.
@@ -140,7 +182,8 @@ class Encoder:
         with self._lock:
             if self._shared_cache is None:
                 try:
-                    self._shared_cache = SharedCache() if SHARED_CACHE_AVAILABLE else None
+                    self._shared_cache = (SharedCache(self.options.short_cache_max_slots)
+                                          if SHARED_CACHE_AVAILABLE else None)
                 except MemoryError:
                     pass                   # sessions keep their own; the next block tries again
             elif self._sharing == 0 and self._shared_leases == 0 and self._shared_cache.crowded():
@@ -163,7 +206,7 @@ class Encoder:
             self._idle_sessions.clear()
             self._shared_cache = None
             for short in self._short_calls:
-                short.clear()
+                short.clear(self._new_session())
 
     def encode_utf8(self, data, allowed: Sequence[str], out: Optional[np.ndarray] = None) -> np.ndarray:
         """The ids (uint32) of valid UTF-8 ``data`` (bytes-like), the ``allowed``
@@ -363,7 +406,7 @@ class _Lease:
                 encoder._shared_leases += 1
         try:
             if self.session is None:
-                self.session = Session()
+                self.session = encoder._new_session()
         except BaseException:
             if self.shared is not None:
                 with encoder._lock:

@@ -1,4 +1,3 @@
-import contextlib
 import itertools
 import os
 import random
@@ -7,7 +6,7 @@ import pytest
 import regex
 
 import bpe
-from bpe._encode import group_after_misses, short_cache_sizes
+from bpe._testing import MISS_PATHS, encoder_defaults, small_sizes, tuned
 from bpe.unicode import as_reference
 
 def findall(pattern: str, text: str) -> list[str]:
@@ -46,36 +45,29 @@ def random_corpus(seed: int, n_words: int = 400, unicode: bool = True,
     return "".join(pieces)
 
 
-@contextlib.contextmanager
-def small_short_caches(first: int, largest: int):
-    """Sessions made meanwhile get short caches of these sizes (slots): small
-    ones grow and start afresh within a short text."""
-    before = short_cache_sizes(first, largest)
-    try:
-        yield
-    finally:
-        short_cache_sizes(*before)
+def small_short_caches(tok, first: int, largest: int, **changes):
+    """``tok`` with sessions whose short caches are this small (slots to start
+    with, at most): they grow and start afresh within a short text."""
+    return tuned(tok, **small_sizes(first, largest), **changes)
 
 
-@contextlib.contextmanager
-def misses_merged(when: str):
-    """Meanwhile the kernel merges the short pre-tokens that miss its caches
-    side by side in each batch ("batched": every batch), or one by one
-    as each batch meets them ("one by one": never batched). By default each
-    kernel chooses: where its pair table is larger than a core's L2 cache, a
-    batch after one with a few misses is batched, so a call's first batches
-    are, and a warm call's are not; where it fits, none is."""
-    before = group_after_misses({"batched": 0, "one by one": -1}[when])
-    try:
-        yield
-    finally:
-        group_after_misses(before)
+def on_miss_path(tok, when: str, **changes):
+    """``tok`` merging the short pre-tokens that miss its caches side by side
+    in each batch ("batched": every batch), or one by one as each batch meets
+    them ("one by one": never batched). Left to itself, each kernel chooses:
+    where its pair table is larger than a core's L2 cache, a batch after one
+    with a few misses is batched, so a call's first batches are, and a warm
+    call's are not; where it fits, none is."""
+    return tuned(tok, group_after_misses=MISS_PATHS[when], **changes)
 
 
-@pytest.fixture(params=["batched", "one by one"])
+@pytest.fixture(params=list(MISS_PATHS))
 def miss_path(request):
-    """Each test that takes it runs with either way of merging misses forced."""
-    with misses_merged(request.param):
+    """Each test that takes it runs with either way of merging misses forced:
+    the tokenizers it makes take it (their encoders are made meanwhile); one
+    made before, and a shipped one (``bpe.load`` gives one per process),
+    takes it through ``on_miss_path(tok, miss_path)``."""
+    with encoder_defaults(group_after_misses=MISS_PATHS[request.param]):
         yield request.param
 
 

@@ -19,7 +19,7 @@ DOCS = os.path.join(PACKAGE, os.pardir, "docs", "architecture.md")
 #: A subpackage's modules are named with a dot ("tiktoken.core"); its
 #: ``__init__`` by the subpackage's name.
 LAYERS = [
-    "__main__", "cli", "distributed", "__init__",                    # front doors
+    "__main__", "cli", "distributed", "__init__", "_testing",        # front doors
     "tiktoken", "tiktoken.model", "tiktoken.registry",               # tiktoken's module
     "tiktoken.openai_public", "tiktoken.load", "tiktoken.core",
     "trainer",                                                       # training
@@ -29,7 +29,7 @@ LAYERS = [
     "huggingface", "vocabulary", "encoder", "pretrained", "formats",  # encoding, files
     "pure", "view",                                                  # the oracle, seeing tokens
     "records", "sources", "chunking", "specials", "patterns", "onig", "files", "workers", "progress", "errors",   # rules, tools
-    "_train", "_rankfile", "_jsonl", "_decode", "_encode", "_lists", "_scanner", "unicode",   # kernels
+    "_train", "_rankfile", "_jsonl", "_decode", "_encode", "_session", "_lists", "_scanner", "unicode",   # kernels
     "_mergerule", "_shortcache", "_sharedgeneral", "_shortfilter", "_bytestable", "_pairranks", "_pairmap",  # kernel
     "_specials", "_utf8", "_checks", "_types", "_memory",                                      # headers
 ]

@@ -1,5 +1,4 @@
 """encode_file: a corpus into a memory-mapped token array, equal to encode, for any workers."""
-import contextlib
 import os
 import signal
 import subprocess
@@ -60,14 +59,13 @@ def test_workers_share_one_short_cache_and_stop_after(corpus_dir, tmp_path, size
     # sessions go back to their own mid-run. The ids are one worker's.
     directory, texts = corpus_dir
     expected = np.concatenate([bpe.load("gpt2").encode_to_numpy(text) for text in texts])
-    with small_short_caches(*sizes) if sizes else contextlib.nullcontext():
-        tok = bpe.load("gpt2")
-        tok.clear_cache()                 # fresh sessions, none with a short cache of its own yet
-        encode_file(tok, directory, tmp_path / "two.bin", num_workers=2, chunk_size=4096)
-        shared = tok.encoder._shared_cache
-        assert shared is not None and shared.entries > 0
-        assert not any(session.sharing for session in tok.encoder._idle_sessions)
-        assert (sizes is not None) == any(session.short_cache_slots > 0 for session in tok.encoder._idle_sessions)
+    tok = small_short_caches(bpe.load("gpt2"), *sizes) if sizes else bpe.load("gpt2")
+    tok.clear_cache()                 # fresh sessions, none with a short cache of its own yet
+    encode_file(tok, directory, tmp_path / "two.bin", num_workers=2, chunk_size=4096)
+    shared = tok.encoder._shared_cache
+    assert shared is not None and shared.entries > 0
+    assert not any(session.sharing for session in tok.encoder._idle_sessions)
+    assert (sizes is not None) == any(session.short_cache_slots > 0 for session in tok.encoder._idle_sessions)
     assert np.array_equal(open_tokens(tmp_path / "two.bin"), expected)
     tok.clear_cache()
     encode_file(tok, directory, tmp_path / "one.bin", num_workers=1, chunk_size=4096)

@@ -1,5 +1,6 @@
 """Encoding: exactly tiktoken's ids, exactly bpe.pure's, and the API around them."""
 import contextlib
+import dataclasses
 import pickle
 import subprocess
 import sys
@@ -12,10 +13,11 @@ from hypothesis import given, settings
 import bpe
 import bpe.encoder
 from bpe import pure
-from bpe._encode import Session, group_after_misses, l2_cache_bytes, merged_ids_by_offset, short_cache_sizes
+from bpe._session import Session
+from bpe.encoder import Encoder, EncoderOptions
 from bpe.formats import flatten
 
-from conftest import SHAKESPEARE, misses_merged, random_corpus, small_short_caches
+from conftest import SHAKESPEARE, on_miss_path, random_corpus, small_short_caches
 from test_native_pretok import PIECES
 from tiktoken_reference import get_encoding
 
@@ -619,10 +621,10 @@ def test_short_pieces_from_the_cache_equal_fresh_ones(pair, when, words):
     tok, reference = pair
     text = " ".join(words + words)
     expected = reference.encode_ordinary(text)
-    with misses_merged(when):
-        tok.clear_cache()
-        assert tok.encode_ordinary(text) == expected
-        assert tok.encode_ordinary(text) == expected
+    tok = on_miss_path(tok, when)
+    tok.clear_cache()
+    assert tok.encode_ordinary(text) == expected
+    assert tok.encode_ordinary(text) == expected
 
 
 @settings(max_examples=150, deadline=None)
@@ -639,10 +641,10 @@ def test_misses_merged_side_by_side_equal_misses_merged_one_by_one(pair, words):
     text = " ".join(words + words[::3])
     expected = reference.encode_ordinary(text)
     for when in ("batched", "one by one"):
-        with misses_merged(when):
-            tok.clear_cache()
-            assert tok.encode_ordinary(text) == expected, when
-            assert tok.encode_ordinary(text) == expected, when
+        on_path = on_miss_path(tok, when)
+        on_path.clear_cache()
+        assert on_path.encode_ordinary(text) == expected, when
+        assert on_path.encode_ordinary(text) == expected, when
 
 
 def test_a_batch_of_new_pre_tokens_fills_several_groups(pair, miss_path):
@@ -650,6 +652,7 @@ def test_a_batch_of_new_pre_tokens_fills_several_groups(pair, miss_path):
     # by side, a place taking the next new one as soon as its own is done, until
     # the last few; each word again later, from the cache.
     tok, reference = pair
+    tok = on_miss_path(tok, miss_path)
     rng = np.random.default_rng(17)
     words = [" " + "".join(rng.choice(list("bcdfghjklmnpqrstvwxz"), size=int(rng.integers(2, 15))))
              for _ in range(1000)]
@@ -712,25 +715,29 @@ def test_a_cold_batch_puts_its_misses_ids_in_among_its_hits(pair):
             pieces.append(str(rng.choice([" the", " and", " of", ",", " to"])))
     text = "".join(pieces)
     one_byte = "".join(str(letter) + "\n" for letter in rng.choice(letters, size=3000))
-    with misses_merged("batched"):
-        for sample in (text, one_byte):
-            tok.clear_cache()
-            assert tok.encode_ordinary(sample) == reference.encode_ordinary(sample)
-            assert tok.encode_ordinary(sample) == reference.encode_ordinary(sample)
+    tok = on_miss_path(tok, "batched")
+    for sample in (text, one_byte):
         tok.clear_cache()
-        assert tok.encode_batch([text, one_byte, text], num_threads=1) == \
-            [reference.encode_ordinary(t) for t in (text, one_byte, text)]
+        assert tok.encode_ordinary(sample) == reference.encode_ordinary(sample)
+        assert tok.encode_ordinary(sample) == reference.encode_ordinary(sample)
+    tok.clear_cache()
+    assert tok.encode_batch([text, one_byte, text], num_threads=1) == \
+        [reference.encode_ordinary(t) for t in (text, one_byte, text)]
 
 
-def test_the_miss_path_hook_names_a_bad_setting():
-    before = group_after_misses()
+def test_an_encoder_s_options_name_a_bad_setting():
+    arrays = bpe.load("gpt2").encoder._arrays
     for bad in (-2, 1.5, "0"):
-        with pytest.raises(ValueError, match="misses must be an int"):
-            group_after_misses(bad)
-    assert group_after_misses() == before
+        with pytest.raises(ValueError, match="group_after_misses must be an int"):
+            Encoder(arrays, "gpt2", {}, options=EncoderOptions(group_after_misses=bad))
     for bad in (-1, 1.5, "0"):
-        with pytest.raises(ValueError, match="size must be an int"):
-            l2_cache_bytes(bad)
+        with pytest.raises(ValueError, match="l2_cache_bytes must be an int"):
+            Encoder(arrays, "gpt2", {}, options=EncoderOptions(l2_cache_bytes=bad))
+    for sizes in ((16, 1000), (3, 4), (64, 32), (1, 2)):
+        with pytest.raises(ValueError, match="powers of two"):
+            EncoderOptions(short_cache_slots=sizes[0], short_cache_max_slots=sizes[1])
+    with pytest.raises(ValueError, match="merged_ids_by_offset must be a bool"):
+        EncoderOptions(merged_ids_by_offset=1)
 
 
 def test_a_kernel_merges_side_by_side_unless_its_pair_table_fits_in_l2():
@@ -746,17 +753,11 @@ def test_a_kernel_merges_side_by_side_unless_its_pair_table_fits_in_l2():
     layout, _, slots = tok.encoder._kernel.pair_table
     assert layout == "packed"
     table_bytes = 8 * slots
-    assert group_after_misses() is None
-    before = l2_cache_bytes()
-    try:
-        for l2, side_by_side in ((0, True), (table_bytes // 2, True), (table_bytes, False), (1 << 40, False)):
-            l2_cache_bytes(l2)
-            encoder = bpe.encoder.Encoder(tok.encoder._arrays, tok.pattern, {})
-            assert encoder._kernel.merges_side_by_side == side_by_side, l2
-            assert encoder.encode_strs([text], [])[0].tolist() == reference.encode_ordinary(text), l2
-    finally:
-        l2_cache_bytes(before)
-    assert l2_cache_bytes() == before
+    assert tok.encoder.options.group_after_misses is None and tok.encoder.options.l2_cache_bytes is None
+    for l2, side_by_side in ((0, True), (table_bytes // 2, True), (table_bytes, False), (1 << 40, False)):
+        encoder = Encoder(tok.encoder._arrays, tok.pattern, {}, options=EncoderOptions(l2_cache_bytes=l2))
+        assert encoder._kernel.merges_side_by_side == side_by_side, l2
+        assert encoder.encode_strs([text], [])[0].tolist() == reference.encode_ordinary(text), l2
 
 
 def test_pre_tokens_of_every_length_around_the_short_keys_limit(pair, miss_path):
@@ -765,6 +766,7 @@ def test_pre_tokens_of_every_length_around_the_short_keys_limit(pair, miss_path)
     # one call, hits again in the next; inside a long text (keys loaded 16 bytes
     # at once and masked) and as a whole text (near its end: copied byte by byte).
     tok, reference = pair
+    tok = on_miss_path(tok, miss_path)
     rng = np.random.default_rng(7)
     words = []
     for length in range(1, 41):
@@ -782,6 +784,7 @@ def test_short_pre_tokens_of_one_to_six_ids_from_the_cache(pair, miss_path):
     # and more go to the general cache. Pre-tokens of each count from 1 to 6,
     # a miss then a hit in one call, then all hits in the next.
     tok, reference = pair
+    tok = on_miss_path(tok, miss_path)
     rng = np.random.default_rng(11)
     by_count = {}
     while len(by_count) < 6 or min(len(words) for words in by_count.values()) < 20:
@@ -803,6 +806,7 @@ def test_short_pre_tokens_whose_ids_end_in_a_run_from_the_cache(pair, miss_path)
     # the 15-byte key limit, with pieces of more ids that are no run between
     # them; a miss then a hit in one call, then all hits in the next.
     tok, reference = pair
+    tok = on_miss_path(tok, miss_path)
     pieces = [head + char * k for head in ("", "\n", "\n\n", "\r\n", "x\n") for char in (" ", "\t")
               for k in range(1, 15) if len(head) + k <= 15]
     pieces += [" qxzjkvwyQ", " zqxjkvwzq"]                 # more than four ids, and no run
@@ -823,9 +827,9 @@ def test_short_pre_tokens_of_five_ids_outlive_either_cache_starting_afresh(miss_
     # small): the marker may outlive the ids (it says where they were, in
     # which era of the general cache), and the ids the marker. Either way the
     # ids must stay right.
-    tok, reference = bpe.load("gpt2"), get_encoding("gpt2")
-    with small_short_caches(1 << 10, 1 << 12):
-        check_five_id_pieces_across_restarts(tok, reference)
+    tok = small_short_caches(on_miss_path(bpe.load("gpt2"), miss_path), 1 << 10, 1 << 12)
+    reference = get_encoding("gpt2")
+    check_five_id_pieces_across_restarts(tok, reference)
     tok.clear_cache()
 
 
@@ -881,16 +885,14 @@ def test_the_short_cache_grows_then_starts_afresh(pair, miss_path):
     assert len(set(words)) > 1024 // 2                     # more than the largest table holds
     text = " " + " ".join(words)
     expected = reference.encode_ordinary(text)
-    with small_short_caches(16, 1024):
-        tok.clear_cache()
-        assert tok.encode_ordinary(text) == expected
-        assert tok.encoder._idle_sessions[0].short_cache_slots == 1024
-        assert tok.encode_ordinary(text) == expected
-        assert tok.encode_batch([text[:3001], text, text[3001:]], num_threads=1) == \
-            [reference.encode_ordinary(t) for t in (text[:3001], text, text[3001:])]
+    tok = small_short_caches(on_miss_path(tok, miss_path), 16, 1024)
     tok.clear_cache()
-    with pytest.raises(ValueError, match="powers of two"):
-        short_cache_sizes(16, 1000)
+    assert tok.encode_ordinary(text) == expected
+    assert tok.encoder._idle_sessions[0].short_cache_slots == 1024
+    assert tok.encode_ordinary(text) == expected
+    assert tok.encode_batch([text[:3001], text, text[3001:]], num_threads=1) == \
+        [reference.encode_ordinary(t) for t in (text[:3001], text, text[3001:])]
+    tok.clear_cache()
 
 
 def varied_pieces(reference, seed):
@@ -922,6 +924,7 @@ def test_sessions_sharing_a_short_cache_find_what_the_other_cached(pair, miss_pa
     # its own general cache instead. Each text is new to the first session
     # and to the shared cache, then met by the other, then by both again.
     tok, reference = pair
+    tok = on_miss_path(tok, miss_path)
     pieces = varied_pieces(reference, 21)
     texts = ["".join(pieces[k::3]) for k in range(3)]
     first, second = Session(), Session()
@@ -952,16 +955,16 @@ def test_threads_sharing_a_short_cache_get_the_ids_of_one_thread(pair, sizes):
     words = [" " + "".join(rng.choice(letters, size=int(rng.integers(2, 8)))) for _ in range(6000)]
     texts = ["".join(rng.choice(pieces + words, size=800)) for _ in range(24)]
     expected = [reference.encode_ordinary(text) for text in texts]
-    with small_short_caches(*sizes) if sizes else contextlib.nullcontext():
-        tok.clear_cache()
-        for _ in range(2):
-            with tok.encoder.sharing_cache():
-                assert tok.encode_batch(texts, num_threads=2) == expected
-        shared = tok.encoder._shared_cache
-        assert shared.entries > 0 and (sizes is None or shared.slots == sizes[1])
-        if sizes:
-            assert any(session.short_cache_slots > 0 for session in tok.encoder._idle_sessions)
-        assert not any(session.sharing for session in tok.encoder._idle_sessions)
+    tok = small_short_caches(tok, *sizes) if sizes else tok
+    tok.clear_cache()
+    for _ in range(2):
+        with tok.encoder.sharing_cache():
+            assert tok.encode_batch(texts, num_threads=2) == expected
+    shared = tok.encoder._shared_cache
+    assert shared.entries > 0 and (sizes is None or shared.slots == sizes[1])
+    if sizes:
+        assert any(session.short_cache_slots > 0 for session in tok.encoder._idle_sessions)
+    assert not any(session.sharing for session in tok.encoder._idle_sessions)
     tok.clear_cache()
 
 
@@ -970,7 +973,7 @@ def test_a_store_that_lost_its_slot_to_another_session():
     # another session took that slot: for another pre-token (the store goes
     # on to the next empty slot) or for the same one (nothing is stored: the
     # other's entry serves). Forced here; threads meet it only by chance.
-    from bpe._encode import SharedCache, store_after_a_race
+    from bpe._session import SharedCache, store_after_a_race
 
     shared = SharedCache()
     assert store_after_a_race(shared, b" cat", 7, b" dog", 8) == (True, 7, 1)
@@ -989,22 +992,22 @@ def test_the_shared_cache_starts_afresh_when_crowded_and_none_shares_it():
     letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
     text = " " + " ".join("".join(rng.choice(letters, size=6)) for _ in range(3000))
     expected = reference.encode_ordinary(text)
-    with small_short_caches(16, 1 << 12):
+    tok = small_short_caches(tok, 16, 1 << 12)
+    with tok.encoder.sharing_cache():
+        assert tok.encode_ordinary(text) == expected
+    shared = tok.encoder._shared_cache
+    assert shared.crowded()
+    with contextlib.ExitStack() as lease_out:
         with tok.encoder.sharing_cache():
-            assert tok.encode_ordinary(text) == expected
-        shared = tok.encoder._shared_cache
-        assert shared.crowded()
-        with contextlib.ExitStack() as lease_out:
-            with tok.encoder.sharing_cache():
-                session = lease_out.enter_context(tok.encoder._session())
-                assert session.sharing
-            entries = shared.entries
-            with tok.encoder.sharing_cache():   # crowded, but a session shares it
-                assert shared.entries == entries
-        assert not session.sharing
-        with tok.encoder.sharing_cache():       # crowded, and none shares it
-            assert tok.encoder._shared_cache is shared and shared.entries == 0
-            assert tok.encode_ordinary(text) == expected
+            session = lease_out.enter_context(tok.encoder._session())
+            assert session.sharing
+        entries = shared.entries
+        with tok.encoder.sharing_cache():   # crowded, but a session shares it
+            assert shared.entries == entries
+    assert not session.sharing
+    with tok.encoder.sharing_cache():       # crowded, and none shares it
+        assert tok.encoder._shared_cache is shared and shared.entries == 0
+        assert tok.encode_ordinary(text) == expected
     tok.clear_cache()
     assert tok.encoder._shared_cache is None
 
@@ -1025,6 +1028,7 @@ def test_sessions_sharing_a_general_cache_find_what_the_other_merged(pair, miss_
     # in the shared one (``test_a_session_takes_the_ids_the_shared_general_cache_holds``
     # forces that path).
     tok, reference = pair
+    tok = on_miss_path(tok, miss_path)
     pieces = long_pieces(31, 200) + varied_pieces(reference, 32)
     rng = np.random.default_rng(33)
     text = "".join(rng.choice(pieces, size=1200))
@@ -1075,7 +1079,7 @@ def test_threads_sharing_a_general_cache_get_the_ids_of_one_thread(pair, general
     # has just published. Made small, the shared general cache reaches its
     # budget (slots, then bytes) within the texts and takes nothing more: the
     # sessions keep the rest in their own.
-    from bpe._encode import SharedCache
+    from bpe._session import SharedCache
 
     tok, reference = pair
     long = long_pieces(34, 3000)
@@ -1085,7 +1089,7 @@ def test_threads_sharing_a_general_cache_get_the_ids_of_one_thread(pair, general
     expected = [reference.encode_ordinary(text) for text in texts]
     tok.clear_cache()
     if general:
-        tok.encoder._shared_cache = SharedCache(*general)
+        tok.encoder._shared_cache = SharedCache(general_slots=general[0], general_bytes=general[1])
     for _ in range(2):
         with tok.encoder.sharing_cache():
             assert tok.encode_batch(texts, num_threads=2) == expected
@@ -1098,7 +1102,7 @@ def test_threads_sharing_a_general_cache_get_the_ids_of_one_thread(pair, general
 
 
 def test_the_shared_general_cache_keeps_one_entry_a_key_within_its_budget():
-    from bpe._encode import SharedCache
+    from bpe._session import SharedCache
 
     shared = SharedCache(general_slots=8, general_bytes=1024)
     keys = [b" " + bytes([ord("a") + k]) * (16 + k) for k in range(5)]
@@ -1151,21 +1155,16 @@ def test_a_merge_finds_its_token_by_offset_or_by_table_alike(by_offset, miss_pat
     words = [" " + "".join(rng.choice(list("aeioubcdfghlmnrst"), size=int(rng.integers(2, 40))))
              for _ in range(600)]
     text = "".join(words) + open(SHAKESPEARE, encoding="utf-8").read()[:20_000]
-    before = merged_ids_by_offset(by_offset)
-    try:
-        for name in ("gpt2", "o200k_base"):
-            tok = bpe.load(name)
-            encoder = bpe.encoder.Encoder(tok.encoder._arrays, tok.pattern, {})
-            assert encoder._kernel.merged_ids == ("offset" if by_offset else "table")
-            assert encoder.encode_strs([text], [])[0].tolist() == get_encoding(name).encode_ordinary(text)
-    finally:
-        merged_ids_by_offset(before)
+    for name in ("gpt2", "o200k_base"):
+        tok = bpe.load(name)
+        options = dataclasses.replace(Encoder.default_options, merged_ids_by_offset=by_offset)
+        encoder = Encoder(tok.encoder._arrays, tok.pattern, {}, options=options)
+        assert encoder._kernel.merged_ids == ("offset" if by_offset else "table")
+        assert encoder.encode_strs([text], [])[0].tolist() == get_encoding(name).encode_ordinary(text)
     # 256 bytes, a special, then one token per merge: in order, by default.
     trained = bpe.train_from_iterator([random_corpus(3, special="<|endoftext|>")], 256 + 1 + 100,
                                       ["<|endoftext|>"], num_workers=1)
     assert trained.encoder._kernel.merged_ids == "offset"
-    with pytest.raises(ValueError, match="enabled must be a bool"):
-        merged_ids_by_offset(1)
 
 
 def test_pairs_past_the_expected_number_grow_the_table():
@@ -1188,7 +1187,7 @@ def test_short_cache_hits_fill_an_output_of_exactly_the_bound(miss_path):
     # and only its ids where it has not: an output given as exactly one id per
     # byte, filled by one-id-per-byte pre-tokens to its end, the last of 1 to
     # 5 ids (gpt2 has no token for two tabs, or for a newline and spaces).
-    tok = bpe.load("gpt2")
+    tok = on_miss_path(bpe.load("gpt2"), miss_path)
     reference = get_encoding("gpt2")
     for text in ["a\n" * 40, ("a\nʬ\n" * 20) + "ʬ", ("ʬ\n" * 30) + "ʬʬ", ("a\n" * 20) + "a\n   ",
                  ("a\t" * 20) + "a\t\t\t\t", ("a\t" * 20) + "a\t\t\t\t\t"]:

@@ -8,7 +8,6 @@ of them, where there are thousands) and checks that each run either raises
 MemoryError or gives the right answer, and that the objects involved give the
 right answer afterwards.
 """
-import contextlib
 import os
 import pickle
 import sys
@@ -18,7 +17,7 @@ import pytest
 
 import bpe
 from bpe import _memory, _scanner, _train
-from bpe._encode import Session
+from bpe._session import Session
 from bpe.encoder import Encoder
 
 from conftest import random_corpus, small_short_caches
@@ -96,10 +95,11 @@ def test_encoding_fails_cleanly_and_sessions_stay_whole(name, short_cache):
     # starts afresh within the text: growing, which may fail, is among the
     # allocations (a failed one leaves the cache as it was, to start afresh).
     tok = bpe.load(name)
+    if short_cache:
+        tok = small_short_caches(tok, *short_cache)
     try:
-        with small_short_caches(*short_cache) if short_cache else contextlib.nullcontext():
-            check_encoding_fails_cleanly(tok)
-            assert short_cache is None or tok.encoder._idle_sessions[0].short_cache_slots == short_cache[1]
+        check_encoding_fails_cleanly(tok)
+        assert short_cache is None or tok.encoder._idle_sessions[0].short_cache_slots == short_cache[1]
     finally:
         tok.clear_cache()
 
@@ -111,7 +111,7 @@ def test_encoding_in_shared_caches_fails_cleanly():
     # goes on in the shared one, which takes no more entries), and the copy
     # a second session keeps of what it finds in the shared general cache:
     # the long words the first merged.
-    tok = bpe.load("gpt2")
+    tok = small_short_caches(bpe.load("gpt2"), 16, 1 << 10)
     rng = np.random.default_rng(9)
     long_words = [" " + "".join(rng.choice(list("abcdefghij"), size=20)) for _ in range(40)]
     text = random_corpus(8, n_words=3000, special="<|endoftext|>") + "".join(long_words)
@@ -122,19 +122,18 @@ def test_encoding_in_shared_caches_fails_cleanly():
         tok.clear_cache()
         with tok.encoder.sharing_cache():
             first = tok.encode_batch(texts, num_threads=1)
-            tok.encoder._idle_sessions.append(Session())      # lent next: its own caches empty
+            tok.encoder._idle_sessions.append(tok.encoder._new_session())   # lent next: its own caches empty
             return first, tok.encode_batch(texts[-2:], num_threads=1)
 
     try:
-        with small_short_caches(16, 1 << 10):
-            assert encode_sharing() == (expected, expected[-2:])
-            assert tok.encoder._shared_cache.general_entries >= len(long_words)
-            assert tok.encoder._idle_sessions[0].short_cache_slots > 0      # it went back to its own
-            for n in failure_points(encode_sharing, dense=100, spread=30):
-                result, _ = with_failure_at(n, encode_sharing)
-                assert result is MemoryError or result == (expected, expected[-2:]), n
-                with tok.encoder.sharing_cache():
-                    assert tok.encode_batch(texts, num_threads=1) == expected, n
+        assert encode_sharing() == (expected, expected[-2:])
+        assert tok.encoder._shared_cache.general_entries >= len(long_words)
+        assert tok.encoder._idle_sessions[0].short_cache_slots > 0      # it went back to its own
+        for n in failure_points(encode_sharing, dense=100, spread=30):
+            result, _ = with_failure_at(n, encode_sharing)
+            assert result is MemoryError or result == (expected, expected[-2:]), n
+            with tok.encoder.sharing_cache():
+                assert tok.encode_batch(texts, num_threads=1) == expected, n
     finally:
         tok.clear_cache()
 

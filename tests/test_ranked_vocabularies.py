@@ -10,12 +10,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import bpe
-from bpe._encode import merged_ids_by_offset
+from bpe._testing import MISS_PATHS, encoder_defaults, small_sizes
 from bpe.formats import RankTable
 from bpe.tokenizer import Tokenizer
 from bpe.vocabulary import Ranks, Vocabulary
 
-from conftest import misses_merged, small_short_caches
 
 tiktoken = pytest.importorskip("tiktoken")
 
@@ -72,20 +71,16 @@ def kernel_path(request):
     """Every way the kernel may take: misses merged side by side or one by one,
     the merged id read from a table instead of found by an offset, short caches
     so small that they grow and start afresh within a text."""
-    if request.param in ("batched", "one by one"):
-        with misses_merged(request.param):
-            yield
+    if request.param in MISS_PATHS:
+        changes = {"group_after_misses": MISS_PATHS[request.param]}
     elif request.param == "table":
-        before = merged_ids_by_offset(False)
-        try:
-            yield
-        finally:
-            merged_ids_by_offset(before)
+        changes = {"merged_ids_by_offset": False}
     elif request.param == "tiny caches":
-        with small_short_caches(4, 16):
-            yield
+        changes = small_sizes(4, 16)
     else:
-        yield
+        changes = {}
+    with encoder_defaults(**changes):
+        yield changes
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -96,6 +91,7 @@ def test_any_ranked_vocabulary_encodes_as_tiktoken(kernel_path, data, vocabulary
                                   special_tokens=specials)
     ours = bpe.Encoding("any", pat_str=PATTERNS[pattern], mergeable_ranks=ranks, special_tokens=specials)
     tok = ours.tokenizer
+    assert all(getattr(tok.encoder.options, name) == value for name, value in kernel_path.items())
     batch = [data.draw(texts(specials)) for _ in range(3)]
     for text in batch:
         expected = reference.encode(text, allowed_special="all")

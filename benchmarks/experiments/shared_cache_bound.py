@@ -29,7 +29,7 @@ import time
 import numpy as np
 
 import bpe
-from bpe._encode import Session
+from bpe._session import Session
 from bpe.encode_file import CHUNK_BYTES
 
 SEPARATOR = "<|endoftext|>"
