@@ -51,7 +51,7 @@ from bpe._specials cimport Needles, needles_borrow, needles_free, needles_point_
 from bpe._types cimport offset_t, out_id_t, pack_pair, pair_left, pair_right, pair_t, token_t
 from bpe._utf8 cimport utf8_bound, write_utf8
 
-cdef extern from "_portable.h":
+cdef extern from "csrc/portable.h":
     long detected_l2_cache_bytes "bpe_l2_cache_bytes" () noexcept nogil
 
 cdef extern from "Python.h":

@@ -41,7 +41,7 @@ cdef uint64_t ONES = 0x0101010101010101ULL
 cdef uint64_t HIGHS = 0x8080808080808080ULL
 
 
-cdef extern from "_portable.h":
+cdef extern from "csrc/portable.h":
     int bpe_ctz64(uint64_t x) nogil
 
 # What each escape \c stands for (0: not an escape JSON has; \u is read apart).

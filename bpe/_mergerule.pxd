@@ -24,7 +24,7 @@ from bpe._memory cimport grow, mem_free, prefetch, reserve_fresh
 from bpe._pairranks cimport PairRanks, byte_pair_rank, pair_rank, pairranks_free, pairranks_prefetch
 from bpe._types cimport out_id_t, token_t
 
-cdef extern from "_mergerule.h":
+cdef extern from "csrc/mergerule.h":
     void close_gap "bpe_close_gap" (void* array, Py_ssize_t start, Py_ssize_t end) noexcept nogil
 
 cdef enum:

@@ -5,7 +5,7 @@ from bpe._memory cimport prefetch
 from bpe._shortcache cimport ShortCache
 
 
-cdef extern from "_classify.h":
+cdef extern from "csrc/classify.h":
     ctypedef struct ClassMasks:
         uint64_t upper
         uint64_t lower
@@ -36,7 +36,7 @@ cdef enum:
 
 
 # A scan of valid UTF-8 ``s[:n]`` with a built-in pattern. ``classify`` makes
-# the masks of 64 bytes (see bpe/_classify.h), or is NULL when the byte-by-byte
+# the masks of 64 bytes (see bpe/csrc/classify.h), or is NULL when the byte-by-byte
 # scanner alone runs. ``starts`` holds the pre-token starts found at once in
 # the 64 bytes from ``window`` (bit k for byte window + k); a pre-token that
 # starts at a bit of ``risky_starts``, or ends at one of ``risky_ends``, is

@@ -62,7 +62,7 @@ import threading
 import numpy as np
 
 
-cdef extern from "_classify.h":
+cdef extern from "csrc/classify.h":
     int CLASSIFY_SCALAR, CLASSIFY_SSE2, CLASSIFY_AVX2, CLASSIFY_AVX512, CLASSIFY_NEON
     int classify_supported(int path) noexcept nogil
     classify_fn classify_function(int path) noexcept nogil
@@ -95,7 +95,7 @@ cdef bint _every_code_point = False     # whether CLASS and FOLD cover every cod
 _tables = []
 _tables_lock = threading.Lock()
 
-# The block classifier scans use (bpe/_classify.h), or NULL for the byte-by-byte
+# The block classifier scans use (bpe/csrc/classify.h), or NULL for the byte-by-byte
 # scanner alone. Chosen when the tables are built: BPE_SIMD names a path, else
 # the fastest the CPU runs; ``select_simd`` changes it.
 cdef classify_fn CLASSIFY = NULL
@@ -139,7 +139,7 @@ def simd_path():
 cdef bint ascii_classes_agree(const uint8_t* classes) noexcept nogil:
     """Whether the class table says of every ASCII byte what the block masks say
     (A-Z upper-case letters, a-z lower-case, 0-9 digits, nothing else a letter or
-    number, whitespace as in _classify.h): the fast paths read the masks where
+    number, whitespace as in csrc/classify.h): the fast paths read the masks where
     the scanners read the table."""
     cdef int b
     cdef bint upper, lower, digit, space

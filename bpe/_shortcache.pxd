@@ -81,35 +81,7 @@ from bpe._memory cimport (add_count, load_acquire, mem_alloc_huge, mem_free, pre
                           store_release, swap_if)
 
 
-cdef extern from *:
-    """
-    #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    #define SHORTCACHE_LITTLE_ENDIAN 1
-    #else
-    #define SHORTCACHE_LITTLE_ENDIAN 0
-    #endif
-    #include <stddef.h>
-    #include <stdint.h>
-    #include <string.h>
-    #include "_shortcache.h"      /* NO_ID, and an entry's lanes copied and counted */
-    #define SHORTCACHE_SPILLED (1ULL << 63)  /* in a stored key1: the ids are in the general cache */
-    #define SHORTCACHE_RUN (1ULL << 62)      /* in a stored key1: the ids are a run (see above) */
-    /* A shared table's slot that a session has taken and is writing: a key1
-       of length 63 once its marks are masked off, which no key has. */
-    #define SHORTCACHE_CLAIMED (0x7FULL << 56)
-    /* Row n (up to 15) keeps the first n bytes of a little-endian 16-byte
-       load and tags the second word with n; row 16, for every longer piece,
-       tags it with 255, which no entry has. */
-    #define SHORTCACHE_ROW(n) {(n) >= 8 ? ~0ULL : (1ULL << (8 * (n))) - 1, \
-                               (n) <= 8 ? 0ULL : (1ULL << (8 * ((n) - 8))) - 1, \
-                               (unsigned long long)(n) << 56}
-    static const uint64_t SHORTCACHE_KEY_ROWS[17][3] = {
-        SHORTCACHE_ROW(0), SHORTCACHE_ROW(1), SHORTCACHE_ROW(2), SHORTCACHE_ROW(3),
-        SHORTCACHE_ROW(4), SHORTCACHE_ROW(5), SHORTCACHE_ROW(6), SHORTCACHE_ROW(7),
-        SHORTCACHE_ROW(8), SHORTCACHE_ROW(9), SHORTCACHE_ROW(10), SHORTCACHE_ROW(11),
-        SHORTCACHE_ROW(12), SHORTCACHE_ROW(13), SHORTCACHE_ROW(14), SHORTCACHE_ROW(15),
-        {0, 0, 255ULL << 56}};
-    """
+cdef extern from "csrc/shortcache.h":
     bint LITTLE_ENDIAN "SHORTCACHE_LITTLE_ENDIAN"
     const uint64_t KEY_ROWS "SHORTCACHE_KEY_ROWS"[17][3]
     size_t copy_ids "shortcache_copy_ids" (uint32_t* out, const uint32_t* ids) noexcept nogil

@@ -16,7 +16,7 @@ from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
 
-cdef extern from "_utf8.h":
+cdef extern from "csrc/utf8.h":
     size_t ascii_blocks_u8 "utf8_ascii_blocks_u8" (const uint8_t* data, size_t n, uint8_t* out) noexcept nogil
     size_t ascii_blocks_u16 "utf8_ascii_blocks_u16" (const uint16_t* data, size_t n, uint8_t* out) noexcept nogil
     size_t ascii_blocks_u32 "utf8_ascii_blocks_u32" (const uint32_t* data, size_t n, uint8_t* out) noexcept nogil

@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../bpe/_classify.h"
+#include "../bpe/csrc/classify.h"
 #include "check_random.h"
 
 

@@ -11,8 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../bpe/_shortcache.h"
-#include "../bpe/_utf8.h"
+#include "../bpe/csrc/shortcache.h"
+#include "../bpe/csrc/utf8.h"
 #include "check_random.h"
 
 /* Code units that are not ASCII, each just past a boundary the paths test. */

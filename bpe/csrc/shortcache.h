@@ -1,5 +1,5 @@
-/* An entry's four id lanes in the short cache (bpe/_shortcache.pxd): its ids
- * first, then NO_ID in the lanes it does not use.
+/* The short cache's C (bpe/_shortcache.pxd): its key rows and markers, and an
+ * entry's four id lanes: its ids first, then NO_ID in the lanes it does not use.
  *
  * shortcache_copy_ids(out, ids): copy the four lanes to out (which has room
  * for them) and return how many are ids, not NO_ID: one load serves both.
@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "_portable.h"
+#include "portable.h"
 
 #define SHORTCACHE_NO_ID 0xFFFFFFFFu   /* above every token id (MAX_TOKEN_ID) */
 
@@ -54,5 +54,29 @@ static inline size_t shortcache_copy_ids(uint32_t *out, const uint32_t *ids) {
 #define SHORTCACHE_LANES_PATH "portable"
 #define shortcache_copy_ids shortcache_copy_ids_portable
 #endif
+
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define SHORTCACHE_LITTLE_ENDIAN 1
+#else
+#define SHORTCACHE_LITTLE_ENDIAN 0
+#endif
+#define SHORTCACHE_SPILLED (1ULL << 63)  /* in a stored key1: the ids are in the general cache */
+#define SHORTCACHE_RUN (1ULL << 62)      /* in a stored key1: the ids are a run (see bpe/_shortcache.pxd) */
+/* A shared table's slot that a session has taken and is writing: a key1
+   of length 63 once its marks are masked off, which no key has. */
+#define SHORTCACHE_CLAIMED (0x7FULL << 56)
+/* Row n (up to 15) keeps the first n bytes of a little-endian 16-byte
+   load and tags the second word with n; row 16, for every longer piece,
+   tags it with 255, which no entry has. */
+#define SHORTCACHE_ROW(n) {(n) >= 8 ? ~0ULL : (1ULL << (8 * (n))) - 1, \
+                           (n) <= 8 ? 0ULL : (1ULL << (8 * ((n) - 8))) - 1, \
+                           (unsigned long long)(n) << 56}
+static const uint64_t SHORTCACHE_KEY_ROWS[17][3] = {
+    SHORTCACHE_ROW(0), SHORTCACHE_ROW(1), SHORTCACHE_ROW(2), SHORTCACHE_ROW(3),
+    SHORTCACHE_ROW(4), SHORTCACHE_ROW(5), SHORTCACHE_ROW(6), SHORTCACHE_ROW(7),
+    SHORTCACHE_ROW(8), SHORTCACHE_ROW(9), SHORTCACHE_ROW(10), SHORTCACHE_ROW(11),
+    SHORTCACHE_ROW(12), SHORTCACHE_ROW(13), SHORTCACHE_ROW(14), SHORTCACHE_ROW(15),
+    {0, 0, 255ULL << 56}};
 
 #endif

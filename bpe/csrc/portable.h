@@ -6,7 +6,7 @@
  * its own way. With MSVC (configured for Windows wheels, not yet built), the
  * x86 paths past SSE2 are never chosen: it has no __builtin_cpu_supports, so
  * the check says no and the scanners take SSE2, which x86-64 always has. The
- * atomics (bpe/_memory.pxd) and the OS's memory calls (bpe/_memory.pyx) have
+ * atomics (atomics.h) and the OS's memory calls (memory.h) have
  * their own guards, with plain fallbacks. Also the size of a core's L2
  * cache, where the C library tells it.
  */

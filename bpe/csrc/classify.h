@@ -16,7 +16,7 @@
 
 #include <stdint.h>
 
-#include "_portable.h"
+#include "portable.h"
 
 typedef struct {
     uint64_t upper;   /* A-Z */
