@@ -11,7 +11,7 @@ Only the shape tiktoken writes is read here: each line is standard base64 (4k
 characters, ``=`` padding only at its end, unused low bits zero), one space and
 a rank of ASCII digits, ending in ``\\n`` (the last line may lack it). On any
 other line the parser gives up and returns None, and the caller reads the file
-with ``bpe.formats.read_tiktoken_ranks``, which accepts what Python accepts and
+with ``bpe.formats.rankfile.read_tiktoken_ranks``, which accepts what Python accepts and
 names the line of any error. So this parser can only be faster, never
 different. A token given twice is an error there, so it makes this parser give
 up too.

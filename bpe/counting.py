@@ -20,7 +20,7 @@ import regex
 from bpe._scanner import Interner, hash_pieces
 from bpe.chunking import Chunk, plan_chunks
 from bpe.files import check_errors, check_regular_files, checked_utf8, create_temporary, read_into
-from bpe.formats import take_pieces
+from bpe.flat import take_pieces
 from bpe.patterns import canonical_pattern, compile_pattern, native_pattern_id, regex_pretokens
 from bpe.progress import progress_bar
 from bpe.records import Problems, Unit, dataset_texts, is_dataset, texts_of, units

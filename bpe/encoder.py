@@ -20,7 +20,7 @@ from bpe._encode import EncodeKernel, ShortCalls
 from bpe._session import SHARED_CACHE_AVAILABLE, SHORT_CACHE_SIZES, Session, SharedCache, check_slots
 from bpe._lists import PrebuiltInts, ids_to_list, ids_to_lists
 from bpe._memory import empty_written_once
-from bpe.formats import flatten
+from bpe.flat import flatten
 from bpe.patterns import compile_pattern, native_pattern_id, regex_pretokens
 from bpe.specials import special_spans, split_special
 from bpe.unicode import as_reference

@@ -42,7 +42,9 @@ from typing import Callable, NamedTuple, Optional, Sequence
 from bpe._encode import holds_any, holds_any_of
 from bpe.errors import TokenizerFileError
 from bpe.files import atomic_write_text
-from bpe.formats import HF_FILE_NAME, RankTable, _from_gpt2_text, _read_bytes, _to_gpt2_text, gpt2_byte_encoder
+from bpe.flat import RankTable
+from bpe.formats.common import HF_FILE_NAME, read_bytes
+from bpe.formats.gpt2 import from_gpt2_text, gpt2_byte_encoder, to_gpt2_text
 from bpe.onig import compile_onig, find_iter, split
 from bpe.patterns import (DEEPSEEK_V3_PATTERN, DEEPSEEK_V3_SPLITS, SPELLED_OUT_GPT2_PATTERN, canonical_pattern,
                           pattern_regex)
@@ -584,7 +586,7 @@ def read(path) -> HuggingFaceFile:
     TokenizerFileError naming the field and why."""
     path = huggingface_path(path)
     try:
-        document = json.loads(_read_bytes(path).decode("utf-8"))
+        document = json.loads(read_bytes(path).decode("utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
         raise TokenizerFileError(f"{path}: not a JSON tokenizer: {type(e).__name__}: {e}"[:300]) from None
     refuse = _Refusal(path)
@@ -618,7 +620,7 @@ def read(path) -> HuggingFaceFile:
     ordinary = {}
     for text, token_id in vocab.items():
         try:
-            ordinary[token_id] = _from_gpt2_text(text, lambda: f"{path}: model.vocab[{text!r}]")
+            ordinary[token_id] = from_gpt2_text(text, lambda: f"{path}: model.vocab[{text!r}]")
         except TokenizerFileError:
             if text not in added_texts:
                 raise
@@ -639,7 +641,7 @@ def read(path) -> HuggingFaceFile:
         # byte characters decodes to those bytes; any other, to its own UTF-8.
         text = normalizer(token.content) if token.normalized else token.content
         try:
-            decode_as[token.id] = _from_gpt2_text(text, lambda: "")
+            decode_as[token.id] = from_gpt2_text(text, lambda: "")
         except TokenizerFileError:
             if text != token.content:
                 decode_as[token.id] = text.encode("utf-8")
@@ -823,7 +825,7 @@ def _read_merges(model: dict, vocab: dict[str, int], refuse: _Refusal) -> list[t
             if part not in vocab:
                 raise refuse(f"model.merges[{index}]", f"{part!r} is not in the vocabulary")
         where = lambda: f"{refuse.path}: model.merges[{index}]"  # noqa: E731
-        pairs.append((_from_gpt2_text(parts[0], where), _from_gpt2_text(parts[1], where)))
+        pairs.append((from_gpt2_text(parts[0], where), from_gpt2_text(parts[1], where)))
     # A pair listed twice takes the rank of its last listing: keep that one.
     last = {pair: index for index, pair in enumerate(pairs)}
     return [pair for index, pair in enumerate(pairs) if last[pair] == index]
@@ -993,8 +995,8 @@ def write(path: str, vocab: dict[int, bytes], merges: list[tuple[bytes, bytes]],
             "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False,
             # A pre-token that is itself a token maps straight to it, as in bpe and tiktoken.
             "ignore_merges": ignore_merges,
-            "vocab": {_to_gpt2_text(token, encoder): token_id for token_id, token in sorted(vocab.items())},
-            "merges": [f"{_to_gpt2_text(a, encoder)} {_to_gpt2_text(b, encoder)}" for a, b in merges],
+            "vocab": {to_gpt2_text(token, encoder): token_id for token_id, token in sorted(vocab.items())},
+            "merges": [f"{to_gpt2_text(a, encoder)} {to_gpt2_text(b, encoder)}" for a, b in merges],
         },
     }
     atomic_write_text(path, json.dumps(document, ensure_ascii=False))

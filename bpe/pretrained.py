@@ -17,7 +17,9 @@ import os
 
 import numpy as np
 
-from bpe.formats import RankTable, flatten, read_gpt2_table, read_tiktoken_table
+from bpe.flat import RankTable, flatten
+from bpe.formats.gpt2 import read_gpt2_table
+from bpe.formats.rankfile import read_tiktoken_table
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 

@@ -16,9 +16,12 @@ from bpe._memory import empty_written_once
 from bpe.encoder import Encoder
 from bpe.errors import TokenizerFileError
 from bpe import huggingface
-from bpe.formats import (FILE_NAME, HF_FILE_NAME, RankTable, TokenizerData, looks_like_tekken, read_gpt2_files,
-                         read_json, read_own, read_tekken, read_tiktoken_table, take_pieces, write_gpt2_files,
-                         write_own, write_tiktoken)
+from bpe.flat import RankTable, take_pieces
+from bpe.formats.common import FILE_NAME, HF_FILE_NAME, TokenizerData, read_json
+from bpe.formats.gpt2 import read_gpt2_files, write_gpt2_files
+from bpe.formats.own import read_own, write_own
+from bpe.formats.rankfile import read_tiktoken_table, write_tiktoken
+from bpe.formats.tekken import looks_like_tekken, read_tekken
 from bpe.huggingface import huggingface_path
 from bpe.patterns import (canonical_pattern, compile_pattern, find_safe_cut, native_pattern_id,
                           regex_pretokens)
@@ -131,7 +134,7 @@ class Tokenizer:
     @classmethod
     def _from_rank_table(cls, table: RankTable, special_tokens: Mapping[str, int], pattern: Optional[str],
                          source: str) -> "Tokenizer":
-        """A tokenizer over a rank file's arrays (``formats.read_tiktoken_table``),
+        """A tokenizer over a rank file's arrays (``formats.rankfile.read_tiktoken_table``),
         tiktoken's rule, the special tokens at the ids given; errors raise
         TokenizerFileError naming ``source``. Loading builds no dict: encoding
         and counting never need them, and building them was most of what

@@ -33,7 +33,7 @@ from typing import Mapping, NamedTuple, Optional, Sequence, Union
 import numpy as np
 
 from bpe._decode import DecodeTable
-from bpe.formats import RankTable, take_pieces, with_headers
+from bpe.flat import RankTable, take_pieces, with_headers
 from bpe.specials import check_special_tokens
 
 #: The largest id a token may have: the kernels hold ids as int32, and one more

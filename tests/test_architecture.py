@@ -26,16 +26,17 @@ LAYERS = [
     "tokenizer",                                                     # the tokenizer
     "shards",                                                        # sharded output
     "encode_file", "document_writer", "chunk_writer", "counting", "dataset", "token_array",   # whole corpora
-    "huggingface", "vocabulary", "encoder", "pretrained", "formats",  # encoding, files
+    "huggingface", "vocabulary", "encoder", "pretrained",            # encoding
+    "formats", "formats.own", "formats.gpt2", "formats.rankfile", "formats.tekken", "formats.common",   # files
     "pure", "view",                                                  # the oracle, seeing tokens
-    "records", "sources", "chunking", "specials", "patterns", "onig", "files", "workers", "progress", "errors",   # rules, tools
+    "records", "sources", "chunking", "specials", "patterns", "onig", "files", "flat", "workers", "progress", "errors",   # rules, tools
     "_train", "_rankfile", "_jsonl", "_decode", "_encode", "_session", "_lists", "_scanner", "unicode",   # kernels
     "_mergerule", "_shortcache", "_sharedgeneral", "_shortfilter", "_bytestable", "_pairranks", "_pairmap",  # kernel
     "_specials", "_utf8", "_checks", "_types", "_memory",                                      # headers
 ]
 
 #: The subpackages: a directory with an ``__init__.py``, described in the map as ``name/``.
-SUBPACKAGES = {"tiktoken"}
+SUBPACKAGES = {"tiktoken", "formats"}
 
 CYTHON_IMPORT = re.compile(r"^\s*(?:from\s+bpe(?:\.(\w+))?\s+c?import\s+([\w, ()]+)|(?:c?import)\s+bpe\.(\w+))",
                            re.MULTILINE)

@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, given, settings
 import bpe
 from bpe._rankfile import parse_rank_lines
 from bpe.errors import TokenizerFileError
-from bpe.formats import RankTable, read_tiktoken_ranks, read_tiktoken_table
+from bpe.flat import RankTable
+from bpe.formats.rankfile import read_tiktoken_ranks, read_tiktoken_table
 
 from conftest import random_corpus
 

@@ -15,7 +15,7 @@ import bpe.encoder
 from bpe import pure
 from bpe._session import Session
 from bpe.encoder import Encoder, EncoderOptions
-from bpe.formats import flatten
+from bpe.flat import flatten
 
 from conftest import SHAKESPEARE, on_miss_path, random_corpus, small_short_caches
 from test_native_pretok import PIECES

@@ -50,7 +50,8 @@ def test_the_gpt2_table_is_the_gpt2_vocab():
 
     import numpy as np
 
-    from bpe.formats import RankTable, read_gpt2_table, read_gpt2_vocab
+    from bpe.flat import RankTable
+    from bpe.formats.gpt2 import read_gpt2_table, read_gpt2_vocab
     from bpe.pretrained import DATA
 
     path = os.path.join(DATA, "gpt2_encoder.json.gz")

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 
 import bpe
 from bpe._testing import MISS_PATHS, encoder_defaults, small_sizes
-from bpe.formats import RankTable
+from bpe.flat import RankTable
 from bpe.tokenizer import Tokenizer
 from bpe.vocabulary import Ranks, Vocabulary
 

@@ -16,7 +16,7 @@ from typing import AbstractSet, Collection, Literal, Optional, Sequence, Union
 import numpy as np
 
 from bpe.encoder import utf8
-from bpe.formats import RankTable
+from bpe.flat import RankTable
 from bpe.patterns import pattern_regex, pretokenize
 from bpe.specials import refuse_disallowed, special_spans
 from bpe.tokenizer import Tokenizer

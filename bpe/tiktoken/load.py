@@ -16,7 +16,7 @@ import uuid
 from typing import Optional
 
 from bpe.files import atomic_write_bytes
-from bpe.formats import gpt2_byte_decoder
+from bpe.formats.gpt2 import gpt2_byte_decoder
 from bpe.pretrained import DATA, pretrained_table, rank_file
 
 BLOB = "https://openaipublic.blob.core.windows.net/"
