@@ -23,7 +23,7 @@ except ImportError as _error:
             "Run Python from another directory, or build the kernels here with `pip install -e .`") from None
     raise
 
-from bpe.errors import BpeError, CorpusDecodeError, CorpusEncodeError, TokenArrayError, TokenizerFileError
+from bpe.errors import BpeError
 from bpe.patterns import PATTERNS, pretokenize
 from bpe.tiktoken import Encoding, encoding_for_model, encoding_name_for_model, get_encoding, list_encoding_names
 from bpe.tiktoken import install as install_as_tiktoken
@@ -34,30 +34,27 @@ from bpe.tokenizer import Tokenizer, load
 #: writers, which a script that loads a tokenizer and encodes text never needs
 #: (30 ms of a fresh process's 0.1 s import).
 _LAZY = {
-    "Chunk": "chunking", "plan_chunks": "chunking",
-    "PretokenCounts": "counting", "count_chunks": "counting", "count_pretokens": "counting",
-    "TokenDataset": "dataset",
-    "EncodeSummary": "encode_file", "encode_chunks": "encode_file",
-    "encode_shards": "shards", "finalize_shards": "shards", "plan_shards": "shards",
-    "open_tokens": "token_array", "read_document_index": "token_array", "read_metadata": "token_array",
     "train": "trainer", "train_from_counts": "trainer", "train_from_iterator": "trainer",
+    "PretokenCounts": "corpus.counting", "count_pretokens": "corpus.counting",
+    "TokenDataset": "corpus.dataset",
+    "open_tokens": "corpus.token_array", "read_document_index": "corpus.token_array",
+    "read_metadata": "corpus.token_array",
 }
 
 if TYPE_CHECKING:
-    from bpe.chunking import Chunk, plan_chunks
-    from bpe.counting import PretokenCounts, count_chunks, count_pretokens
-    from bpe.dataset import TokenDataset
-    from bpe.encode_file import EncodeSummary, encode_chunks
-    from bpe.shards import encode_shards, finalize_shards, plan_shards
-    from bpe.token_array import open_tokens, read_document_index, read_metadata
+    from bpe.corpus.counting import PretokenCounts, count_pretokens
+    from bpe.corpus.dataset import TokenDataset
+    from bpe.corpus.token_array import open_tokens, read_document_index, read_metadata
     from bpe.trainer import train, train_from_counts, train_from_iterator
 
 
 def __getattr__(name: str):
-    if name not in _LAZY:
-        raise AttributeError(f"module 'bpe' has no attribute {name!r}")
     import importlib
 
+    if name == "corpus":                  # the building blocks, as ``bpe.corpus.plan_chunks``
+        return importlib.import_module("bpe.corpus")
+    if name not in _LAZY:
+        raise AttributeError(f"module 'bpe' has no attribute {name!r}")
     value = getattr(importlib.import_module(f"bpe.{_LAZY[name]}"), name)
     globals()[name] = value
     return value
@@ -67,38 +64,17 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
 
+#: What a user types. The building blocks of scale-out are ``bpe.corpus``'s;
+#: the kinds of error, ``bpe.errors``'s (every one is a ``BpeError``).
 __all__ = [
-    "Chunk",
-    "Encoding",
-    "PATTERNS",
-    "BpeError",
-    "CorpusDecodeError",
-    "CorpusEncodeError",
-    "EncodeSummary",
-    "PretokenCounts",
-    "TokenArrayError",
-    "TokenDataset",
-    "Tokenizer",
-    "TokenizerFileError",
-    "count_chunks",
-    "encode_chunks",
-    "encode_shards",
-    "finalize_shards",
-    "count_pretokens",
-    "encoding_for_model",
-    "encoding_name_for_model",
-    "get_encoding",
+    # a tokenizer: load, train, encode
+    "Tokenizer", "load", "train", "train_from_iterator", "train_from_counts",
+    "count_pretokens", "PretokenCounts", "PATTERNS", "pretokenize",
+    # token arrays, read back
+    "open_tokens", "read_metadata", "read_document_index", "TokenDataset",
+    # tiktoken's front door: ``import bpe as tiktoken``
+    "Encoding", "get_encoding", "encoding_for_model", "encoding_name_for_model", "list_encoding_names",
     "install_as_tiktoken",
-    "list_encoding_names",
-    "load",
-    "open_tokens",
-    "plan_chunks",
-    "plan_shards",
-    "read_document_index",
-    "read_metadata",
-    "pretokenize",
-    "train",
-    "train_from_counts",
-    "train_from_iterator",
+    "BpeError",
 ]
 __version__ = "0.1.0"

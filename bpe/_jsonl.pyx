@@ -13,7 +13,7 @@ Only what is certain is read here: each line must be one JSON object (RFC 8259:
 valid UTF-8, no raw control character in a string, numbers in JSON's grammar,
 no NaN or Infinity) and hold a string at the field. On any other non-blank
 line, ``text_fields`` gives up and returns None, and the caller parses the
-block in Python (``bpe.records.Records.texts``), which accepts what Python's
+block in Python (``bpe.corpus.records.Records.texts``), which accepts what Python's
 ``json`` accepts and names the line of any error. So this reader can only be
 faster, never different. As ``json`` does, it takes the last of members with
 the same key, joins a ``\\uD83D\\uDE00`` pair of escapes into one character,

@@ -18,8 +18,8 @@ import warnings
 import bpe
 from bpe.errors import BpeError, CorpusDecodeError, CorpusRecordError
 from bpe.files import checked_utf8, refuse_overwriting_inputs
-from bpe.records import Problems, units
-from bpe.sources import find_sources
+from bpe.corpus.records import Problems, units
+from bpe.corpus.sources import find_sources
 from bpe.view import TokenView, color_wanted, render_terminal, write_html
 
 DEFAULT_CORPUS = os.path.join(os.path.dirname(__file__), "data", "tinyshakespeare.txt")
@@ -109,7 +109,7 @@ def cmd_encode(args) -> None:
         if args.files or args.output or args.tokenizer:
             raise UserError("--finalize OUT_DIR takes no files, --tokenizer or -o: it writes the manifest "
                             "of shards already encoded")
-        manifest = bpe.finalize_shards(args.finalize)
+        manifest = bpe.corpus.finalize_shards(args.finalize)
         if not args.quiet:
             print(f"wrote {manifest}")
         return
@@ -129,7 +129,7 @@ def cmd_encode(args) -> None:
                                      dtype=args.dtype, errors=args.errors, address=args.ray or None,
                                      progress=_show_progress(args), text_field=args.text_field)
     elif sharded:
-        summary = bpe.encode_shards(tok, args.files, args.output, shard_bytes=_shard_bytes(args),
+        summary = bpe.corpus.encode_shards(tok, args.files, args.output, shard_bytes=_shard_bytes(args),
                                     rank=args.rank or 0, world_size=args.world_size or 1, dtype=args.dtype,
                                     num_workers=args.workers, errors=args.errors,
                                     progress=_show_progress(args), **_corpus_options(args))
@@ -152,7 +152,7 @@ def cmd_encode(args) -> None:
 
 def _shard_bytes(args) -> int:
     if args.shard_mb is None:
-        return bpe.shards.SHARD_BYTES
+        return bpe.corpus.shards.SHARD_BYTES
     if not 0 < args.shard_mb < 1e12:           # inf and nan too: no int holds them
         raise UserError(f"--shard-mb {args.shard_mb}: give a size in MB, > 0 and finite")
     return max(1, int(args.shard_mb * 1e6))

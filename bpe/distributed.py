@@ -26,14 +26,14 @@ try:
 except ImportError:
     raise ImportError('bpe.distributed runs on Ray, which is not installed: pip install "bpe[ray]"') from None
 
-from bpe.chunking import plan_chunks
-from bpe.counting import PretokenCounts, count_chunks, default_chunk_size
-from bpe.encode_file import CHUNK_BYTES, encode_chunks, encoding_settings
+from bpe.corpus.chunking import plan_chunks
+from bpe.corpus.counting import PretokenCounts, count_chunks, default_chunk_size
+from bpe.corpus.driver import CHUNK_BYTES, encode_chunks, encoding_settings
 from bpe.files import check_errors, check_regular_files
 from bpe.patterns import canonical_pattern
 from bpe.progress import progress_bar
-from bpe.shards import SHARD_BYTES, ShardsSummary, finalize_shards, is_current, plan_shards, write_plan
-from bpe.sources import text_paths
+from bpe.corpus.shards import SHARD_BYTES, ShardsSummary, finalize_shards, is_current, plan_shards, write_plan
+from bpe.corpus.sources import text_paths
 from bpe.specials import check_special_tokens
 from bpe.trainer import train_from_counts
 
@@ -135,7 +135,7 @@ def train(inputs, vocab_size: int, special_tokens: Sequence[str] = (), *, patter
 def encode(tokenizer, inputs, directory, *, shard_bytes: int = SHARD_BYTES, dtype=None,
            allowed_special="all", errors: str = "strict", chunk_size: int = CHUNK_BYTES,
            address: Optional[str] = None, progress: bool = False, text_field: str = "text") -> ShardsSummary:
-    """``bpe.encode_shards`` on a Ray cluster: one task per shard not yet current,
+    """``bpe.corpus.encode_shards`` on a Ray cluster: one task per shard not yet current,
     then the manifest. ``directory`` must be on storage every node sees."""
     started = time.perf_counter()
     _connect(address)

@@ -485,7 +485,7 @@ class Tokenizer:
         """
         # Imported here, as show's views are: loading a tokenizer and encoding text
         # need neither, and a fresh process would pay for their imports (30 ms).
-        from bpe.encode_file import encode_file
+        from bpe.corpus.driver import encode_file
 
         return encode_file(self, inputs, output, dtype=dtype, num_workers=num_workers,
                            allowed_special=allowed_special, errors=errors, progress=progress,
@@ -497,7 +497,7 @@ class Tokenizer:
         each text a document, ``encode_ordinary``'s ids then the separator.
         ``texts``: an iterable of str (read once, lazily), or a Hugging Face
         ``datasets.Dataset`` / ``IterableDataset`` (its ``text_field`` column)."""
-        from bpe.encode_file import encode_documents
+        from bpe.corpus.driver import encode_documents
 
         return encode_documents(self, texts, output, dtype=dtype, num_workers=num_workers, errors=errors,
                                 progress=progress, text_field=text_field)

@@ -6,7 +6,7 @@ from typing import Iterable, Optional, Sequence
 
 from bpe._memory import release_free_memory
 from bpe._train import MergeState
-from bpe.counting import PretokenCounts, count_pretokens, count_pretokens_from_iterator
+from bpe.corpus.counting import PretokenCounts, count_pretokens, count_pretokens_from_iterator
 from bpe.progress import progress_bar
 from bpe.specials import check_special_tokens
 from bpe.tokenizer import Tokenizer

@@ -15,28 +15,55 @@ import bpe
 PACKAGE = os.path.dirname(bpe.__file__)
 DOCS = os.path.join(PACKAGE, os.pardir, "docs", "architecture.md")
 
-#: Top to bottom. Python and Cython alike; a .pyx and its .pxd are one module.
-#: A subpackage's modules are named with a dot ("tiktoken.core"); its
-#: ``__init__`` by the subpackage's name.
-LAYERS = [
-    "__main__", "cli", "distributed", "__init__", "_testing",        # front doors
-    "tiktoken", "tiktoken.model", "tiktoken.registry",               # tiktoken's module
-    "tiktoken.openai_public", "tiktoken.load", "tiktoken.core",
-    "trainer",                                                       # training
-    "tokenizer",                                                     # the tokenizer
-    "shards",                                                        # sharded output
-    "encode_file", "document_writer", "chunk_writer", "counting", "dataset", "token_array",   # whole corpora
-    "huggingface", "vocabulary", "encoder", "pretrained",            # encoding
-    "formats", "formats.own", "formats.gpt2", "formats.rankfile", "formats.tekken", "formats.common",   # files
-    "pure", "view",                                                  # the oracle, seeing tokens
-    "records", "sources", "chunking", "specials", "patterns", "onig", "files", "flat", "workers", "progress", "errors",   # rules, tools
-    "_train", "_rankfile", "_jsonl", "_decode", "_encode", "_session", "_lists", "_scanner", "unicode",   # kernels
-    "_mergerule", "_shortcache", "_sharedgeneral", "_shortfilter", "_bytestable", "_pairranks", "_pairmap",  # kernel
-    "_specials", "_utf8", "_checks", "_types", "_memory",                                      # headers
+#: Top to bottom, floor by floor. Python and Cython alike; a .pyx and its .pxd
+#: are one module. A subpackage's modules are named with a dot
+#: ("tiktoken.core"); its ``__init__`` by the subpackage's name. The diagram
+#: at the top of docs/architecture.md is drawn from this table
+#: (``python tests/test_architecture.py`` prints it).
+FLOORS = [
+    ("front doors", ["__main__", "cli", "distributed", "__init__", "_testing"]),
+    ("tiktoken's module", ["tiktoken", "tiktoken.model", "tiktoken.registry", "tiktoken.openai_public",
+                           "tiktoken.load", "tiktoken.core"]),
+    ("training", ["trainer"]),
+    ("the tokenizer", ["tokenizer"]),
+    ("whole corpora", ["corpus", "corpus.shards", "corpus.driver", "corpus.document_writer",
+                       "corpus.chunk_writer", "corpus.counting", "corpus.dataset", "corpus.token_array",
+                       "corpus.records", "corpus.sources", "corpus.chunking"]),
+    ("encoding", ["huggingface", "vocabulary", "encoder", "pretrained"]),
+    ("tokenizer files", ["formats", "formats.own", "formats.gpt2", "formats.rankfile", "formats.tekken",
+                         "formats.common"]),
+    ("oracle, view", ["pure", "view"]),
+    ("rules, tools", ["specials", "patterns", "onig", "files", "flat", "workers", "progress", "errors"]),
+    ("kernels", ["_train", "_rankfile", "_jsonl", "_decode", "_encode", "_session", "_lists", "_scanner",
+                 "unicode"]),
+    ("kernel headers", ["_mergerule", "_shortcache", "_sharedgeneral", "_shortfilter", "_bytestable",
+                        "_pairranks", "_pairmap", "_specials", "_utf8", "_checks", "_types", "_memory"]),
 ]
+LAYERS = [module for _, floor in FLOORS for module in floor]
+
+
+def diagram(width: int = 88) -> str:
+    """The map's picture: each floor's modules, left to right in the order
+    they may import one another (a subpackage as ``name/``, its modules
+    after it), floors top to bottom."""
+    lines = []
+    for label, floor in FLOORS:
+        if label == "kernels":
+            lines.append(" Python above, Cython below ".center(width, "─"))
+        names = [module.split(".")[-1] if "." in module else module + ("/" if module in SUBPACKAGES else "")
+                 for module in floor]
+        line = f"{label:<20}"
+        for name in names:
+            if len(line) + len(name) + 2 > width and line.strip() != label:
+                lines.append(line.rstrip())
+                line = " " * 20
+            line += name + "  "
+        lines.append(line.rstrip())
+    return "\n".join(lines)
+
 
 #: The subpackages: a directory with an ``__init__.py``, described in the map as ``name/``.
-SUBPACKAGES = {"tiktoken", "formats"}
+SUBPACKAGES = {"tiktoken", "formats", "corpus"}
 
 CYTHON_IMPORT = re.compile(r"^\s*(?:from\s+bpe(?:\.(\w+))?\s+c?import\s+([\w, ()]+)|(?:c?import)\s+bpe\.(\w+))",
                            re.MULTILINE)
@@ -132,9 +159,16 @@ def test_the_map_lists_every_module_in_order():
     assert positions == sorted(positions), "docs/architecture.md lists the modules out of order"
 
 
+def test_the_map_s_picture_is_drawn_from_the_layers():
+    text = open(DOCS, encoding="utf-8").read()
+    drawn = re.search(r"^```\n(.*?)\n```", text, re.MULTILINE | re.DOTALL)
+    assert drawn and drawn.group(1) == diagram(), \
+        "docs/architecture.md's picture is not the layers': paste `python tests/test_architecture.py`"
+
+
 def test_the_check_sees_imports():
     # The parser itself: a function-level import and a cimport both count.
-    assert "encode_file" in imports_of(os.path.join(PACKAGE, "tokenizer.py"))
+    assert "corpus.driver" in imports_of(os.path.join(PACKAGE, "tokenizer.py"))
     assert {"_memory", "_types"} <= imports_of(os.path.join(PACKAGE, "_bytestable.pxd"))
     assert "unicode" in imports_of(os.path.join(PACKAGE, "_scanner.pyx"))
 
@@ -150,3 +184,7 @@ def test_loading_and_encoding_ascii_import_only_what_they_use():
               "print(*sorted(set(sys.modules) & {'regex', 'zipfile', 'concurrent.futures'}))")
     imported = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert imported.stdout.split() == []
+
+
+if __name__ == "__main__":
+    print(diagram())

@@ -36,14 +36,14 @@ def files(tmp_path_factory):
 
 def test_counting_planned_ranges_equals_counting_the_files(files):
     whole = bpe.count_pretokens(files, [EOT], num_workers=1)
-    chunks = bpe.plan_chunks(files, 2000, [EOT], "gpt2")
-    assert len(chunks) > 10 and all(isinstance(chunk, bpe.Chunk) for chunk in chunks)
+    chunks = bpe.corpus.plan_chunks(files, 2000, [EOT], "gpt2")
+    assert len(chunks) > 10 and all(isinstance(chunk, bpe.corpus.Chunk) for chunk in chunks)
     assert pickle.loads(pickle.dumps(chunks)) == chunks                    # small picklable values
-    assert bpe.count_chunks(chunks, [EOT]) == whole
+    assert bpe.corpus.count_chunks(chunks, [EOT]) == whole
     # Any split of the ranges among tasks, added up, is the same.
-    parts = [bpe.count_chunks(chunks[k::3], [EOT]) for k in range(3)]
+    parts = [bpe.corpus.count_chunks(chunks[k::3], [EOT]) for k in range(3)]
     assert bpe.PretokenCounts.sum(parts) == whole
-    assert bpe.count_chunks(chunks, [EOT], num_workers=2) == whole
+    assert bpe.corpus.count_chunks(chunks, [EOT], num_workers=2) == whole
 
 
 def test_partition_is_stable_and_exact(files):

@@ -4,7 +4,7 @@ from hypothesis import given, settings
 
 import bpe
 from bpe import pure
-from bpe.chunking import plan_chunks
+from bpe.corpus.chunking import plan_chunks
 from bpe.patterns import find_safe_cut, is_safe_cut, pretokenize
 
 from conftest import TIE_ALPHABET, UNICODE_ALPHABET

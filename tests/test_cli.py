@@ -5,7 +5,7 @@ import sys
 import pytest
 
 import bpe
-from bpe.token_array import open_tokens
+from bpe.corpus.token_array import open_tokens
 
 from conftest import SHAKESPEARE
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import bpe
-from bpe.encode_file import encode_file
-from bpe.token_array import open_tokens, read_metadata
+from bpe.corpus.driver import encode_file
+from bpe.corpus.token_array import open_tokens, read_metadata
 
 from conftest import SHAKESPEARE, random_corpus, small_short_caches
 
@@ -140,7 +140,7 @@ def test_bad_input_names_the_file_and_leaves_nothing(tmp_path):
     bad.write_bytes(b"ok " * 5000 + b"\xff oops")
     out = tmp_path / "out" / "tokens.bin"
     for workers in (1, 2):
-        with pytest.raises(bpe.CorpusDecodeError, match=r"bad.txt: invalid UTF-8 at byte offset 15000"):
+        with pytest.raises(bpe.errors.CorpusDecodeError, match=r"bad.txt: invalid UTF-8 at byte offset 15000"):
             bpe.load("gpt2").encode_file([good, bad], out, num_workers=workers)
         assert os.listdir(out.parent) == []
     summary = bpe.load("gpt2").encode_file([good, bad], out, errors="replace")
@@ -197,7 +197,7 @@ def test_a_failing_worker_is_reported_and_leaves_no_output_or_thread(tmp_path, m
     # run with its own error; the other workers stop, and nothing is left.
     import threading
 
-    from bpe import chunk_writer
+    from bpe.corpus import chunk_writer
 
     text = open(SHAKESPEARE, encoding="utf-8").read()
     source = tmp_path / "in.txt"
@@ -207,12 +207,12 @@ def test_a_failing_worker_is_reported_and_leaves_no_output_or_thread(tmp_path, m
 
     def failing(self, index, chunk):
         if index == 3:
-            raise bpe.CorpusEncodeError(f"{chunk.path}: disk error at byte {chunk.start}")
+            raise bpe.errors.CorpusEncodeError(f"{chunk.path}: disk error at byte {chunk.start}")
         return real_encode(self, index, chunk)
 
     monkeypatch.setattr(chunk_writer.ChunkWriter, "encode", failing)
     threads_before = threading.active_count()
-    with pytest.raises(bpe.CorpusEncodeError, match=r"in.txt: disk error at byte \d+"):
+    with pytest.raises(bpe.errors.CorpusEncodeError, match=r"in.txt: disk error at byte \d+"):
         encode_file(bpe.load("gpt2"), source, out, num_workers=2, chunk_size=8192)
     assert os.listdir(out.parent) == []
     assert threading.active_count() == threads_before
@@ -245,7 +245,7 @@ def test_a_bad_chunk_early_stops_the_workers_waiting_on_it(tmp_path):
     bad = tmp_path / "bad.txt"
     bad.write_bytes(text[:9000] + b"\xc3(" + text[9000:])
     out = tmp_path / "out" / "tokens.bin"
-    with pytest.raises(bpe.CorpusDecodeError, match=r"bad.txt: invalid UTF-8 at byte offset 9000"):
+    with pytest.raises(bpe.errors.CorpusDecodeError, match=r"bad.txt: invalid UTF-8 at byte offset 9000"):
         encode_file(bpe.load("gpt2"), bad, out, num_workers=2, chunk_size=4096)
     assert os.listdir(out.parent) == []
 
@@ -266,8 +266,8 @@ def test_replaced_bytes_may_lengthen_a_chunk(tmp_path):
 def test_ids_of_a_chunk_finished_early_are_placed_in_order(tmp_path):
     # Deterministic: chunk 1 is encoded before chunk 0, so its offset is unknown
     # and its ids come back unwritten; the caller places them once chunk 0's count is in.
-    from bpe.chunk_writer import ChunkSettings, ChunkWriter
-    from bpe.chunking import plan_chunks
+    from bpe.corpus.chunk_writer import ChunkSettings, ChunkWriter
+    from bpe.corpus.chunking import plan_chunks
 
     tok = bpe.load("gpt2")
     text = open(SHAKESPEARE, encoding="utf-8").read()[:30_000]
@@ -298,9 +298,9 @@ def test_chunk_buffers_are_reused_across_chunks_of_varying_size(tmp_path, monkey
     # Buffers made to measure were outgrown by the next larger chunk and made
     # again, fresh pages each time; now they have room to spare, and a chunk
     # takes any spare set that holds it.
-    from bpe import chunk_writer
-    from bpe.chunk_writer import ChunkSettings, ChunkWriter
-    from bpe.chunking import Chunk
+    from bpe.corpus import chunk_writer
+    from bpe.corpus.chunk_writer import ChunkSettings, ChunkWriter
+    from bpe.corpus.chunking import Chunk
 
     made = []
     real = chunk_writer.ChunkBuffers.for_bytes.__func__
@@ -339,7 +339,7 @@ def test_ids_all_written_by_the_collector_give_the_same_ids(corpus_dir, tmp_path
     # chunk finished before an earlier one.
     import functools
 
-    from bpe import chunk_writer, encode_file as encode_file_module
+    from bpe.corpus import chunk_writer, driver as encode_file_module
 
     monkeypatch.setattr(encode_file_module, "ChunkWriter",
                         functools.partial(chunk_writer.ChunkWriter, direct=False))
@@ -358,7 +358,7 @@ multiprocessing.set_start_method("forkserver")    # Python 3.14's default on Lin
 import bpe
 corpus, pattern, out = sys.argv[1:]
 tok = bpe.train(corpus, 300, ["<|endoftext|>"], pattern=pattern, num_workers=2, chunk_size=1 << 16)
-from bpe.encode_file import encode_file
+from bpe.corpus.driver import encode_file
 summary = encode_file(tok, corpus, out, num_workers=2, chunk_size=1 << 16)
 assert list(bpe.open_tokens(out)) == tok.encode(open(corpus, encoding="utf-8").read())
 print(len(tok.merges), summary.tokens_out)

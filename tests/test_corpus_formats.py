@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bpe
-from bpe import records, sources
+from bpe.corpus import records, sources
 from bpe.errors import CorpusDecodeError, CorpusRecordError
 
 from conftest import SHAKESPEARE
@@ -321,16 +321,16 @@ def test_shards_of_records_are_the_whole_encoding_and_resume(tok, tmp_path):
     parquet.write_table(pyarrow.table({"text": texts[100:], "alt": [t.upper() for t in texts[100:]]}),
                         corpus / "c.parquet")
     whole = tok.encode_file(corpus, tmp_path / "whole.bin")
-    first = bpe.encode_shards(tok, corpus, tmp_path / "shards", shard_bytes=1000, chunk_size=4096)
+    first = bpe.corpus.encode_shards(tok, corpus, tmp_path / "shards", shard_bytes=1000, chunk_size=4096)
     assert first.shards >= 4 and not first.skipped
     assert bpe.open_tokens(tmp_path / "shards")[:].tolist() == bpe.open_tokens(tmp_path / "whole.bin").tolist()
     assert bpe.open_tokens(tmp_path / "shards").document_starts().tolist() == \
         bpe.read_document_index(tmp_path / "whole.bin").tolist()
     assert whole.documents == len(bpe.read_document_index(tmp_path / "whole.bin"))
-    again = bpe.encode_shards(tok, corpus, tmp_path / "shards", shard_bytes=1000, chunk_size=4096)
+    again = bpe.corpus.encode_shards(tok, corpus, tmp_path / "shards", shard_bytes=1000, chunk_size=4096)
     assert not again.written and len(again.skipped) == first.shards
     # Another field is other ids: no shard of the first run is kept.
-    other = bpe.encode_shards(tok, corpus, tmp_path / "shards", shard_bytes=1000, chunk_size=4096,
+    other = bpe.corpus.encode_shards(tok, corpus, tmp_path / "shards", shard_bytes=1000, chunk_size=4096,
                               text_field="alt")
     assert len(other.written) == first.shards
     tok.encode_file(corpus, tmp_path / "alt.bin", text_field="alt")

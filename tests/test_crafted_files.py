@@ -49,7 +49,7 @@ def test_wrong_header_types_name_the_line(trained, tmp_path, header, message):
     lines = own_lines(trained, tmp_path)
     lines[1] = header + "\n"
     path = write_lines(tmp_path, "bad.bpe", lines)
-    with pytest.raises(bpe.TokenizerFileError, match=rf"bad.bpe, line 2: .*{message}"):
+    with pytest.raises(bpe.errors.TokenizerFileError, match=rf"bad.bpe, line 2: .*{message}"):
         bpe.load(path)
 
 
@@ -57,14 +57,14 @@ def test_wrong_header_types_name_the_line(trained, tmp_path, header, message):
 def test_ids_are_ascii_digits(trained, tmp_path, bad_id):
     lines = own_lines(trained, tmp_path)
     lines[3] = f"{bad_id} {lines[3].split(' ')[1]}"
-    with pytest.raises(bpe.TokenizerFileError, match=r"bad.bpe, line 4: expected '<id> <base64>'"):
+    with pytest.raises(bpe.errors.TokenizerFileError, match=r"bad.bpe, line 4: expected '<id> <base64>'"):
         bpe.load(write_lines(tmp_path, "bad.bpe", lines))
 
 
 def test_a_duplicate_id_is_refused(trained, tmp_path):
     lines = own_lines(trained, tmp_path)
     lines[4] = "0 " + lines[4].split(" ")[1]
-    with pytest.raises(bpe.TokenizerFileError, match=r"bad.bpe, line 5: id 0 is given twice"):
+    with pytest.raises(bpe.errors.TokenizerFileError, match=r"bad.bpe, line 5: id 0 is given twice"):
         bpe.load(write_lines(tmp_path, "bad.bpe", lines))
 
 
@@ -73,14 +73,14 @@ def test_swapped_or_missing_merges_are_refused(trained, tmp_path):
     start = next(i for i, line in enumerate(lines) if line.startswith("merges "))
     swapped = lines[:]
     swapped[start + 10], swapped[start + 11] = swapped[start + 11], swapped[start + 10]
-    with pytest.raises(bpe.TokenizerFileError, match=r"swapped.bpe: merge 9 .* makes token 267, but "
+    with pytest.raises(bpe.errors.TokenizerFileError, match=r"swapped.bpe: merge 9 .* makes token 267, but "
                                                      r"the vocab's merged token number 9 is 266"):
         bpe.load(write_lines(tmp_path, "swapped.bpe", swapped))
     vocab_dir = tmp_path / "gpt2"
     vocab_json, merges_txt = trained.to_files(vocab_dir)
     merges = open(merges_txt, encoding="utf-8").read().splitlines(keepends=True)
     open(merges_txt, "w", encoding="utf-8").write("".join(merges[:30]))          # cut short
-    with pytest.raises(bpe.TokenizerFileError, match=r"merges.txt: the vocab has 60 merged tokens but "
+    with pytest.raises(bpe.errors.TokenizerFileError, match=r"merges.txt: the vocab has 60 merged tokens but "
                                                      r"there are 29 merges"):
         bpe.Tokenizer.from_files(vocab_json, merges_txt)
 
@@ -92,10 +92,10 @@ def test_gpt2_vocab_ids_must_be_ints_once_each(tmp_path):
                          (dict(vocab, x=3), "id 3 is given to two tokens")]:
         (tmp_path / "vocab.json").write_text(json.dumps(bad), encoding="utf-8")
         (tmp_path / "merges.txt").write_text("#version: 0.2\n", encoding="utf-8")
-        with pytest.raises(bpe.TokenizerFileError, match=rf"vocab.json: .*{message}"):
+        with pytest.raises(bpe.errors.TokenizerFileError, match=rf"vocab.json: .*{message}"):
             bpe.Tokenizer.from_files(tmp_path / "vocab.json", tmp_path / "merges.txt")
     (tmp_path / "deep.json").write_text("[" * 100000 + "]" * 100000, encoding="utf-8")
-    with pytest.raises(bpe.TokenizerFileError, match=r"deep.json: not a JSON vocabulary: RecursionError"):
+    with pytest.raises(bpe.errors.TokenizerFileError, match=r"deep.json: not a JSON vocabulary: RecursionError"):
         bpe.Tokenizer.from_files(tmp_path / "deep.json", tmp_path / "merges.txt")
 
 
@@ -116,7 +116,7 @@ def tiktoken_lines(n=256):
 def test_tiktoken_ranks_are_checked_by_line(tmp_path, line, message):
     path = tmp_path / "bad.tiktoken"
     path.write_text("".join(tiktoken_lines()) + line, encoding="utf-8")
-    with pytest.raises(bpe.TokenizerFileError, match=rf"bad.tiktoken, line 257: .*{message}"):
+    with pytest.raises(bpe.errors.TokenizerFileError, match=rf"bad.tiktoken, line 257: .*{message}"):
         bpe.Tokenizer.from_tiktoken(path, pattern="gpt2")
 
 
@@ -191,7 +191,7 @@ def test_a_far_rank_loads_without_memory_sized_by_it(tmp_path):
 def test_a_truncated_gzip_names_the_file(tmp_path):
     path = tmp_path / "cut.tiktoken.gz"
     path.write_bytes(gzip.compress("".join(tiktoken_lines()).encode())[:100])
-    with pytest.raises(bpe.TokenizerFileError, match=r"cut.tiktoken.gz: cannot be read as gzip"):
+    with pytest.raises(bpe.errors.TokenizerFileError, match=r"cut.tiktoken.gz: cannot be read as gzip"):
         bpe.Tokenizer.from_tiktoken(path, pattern="gpt2")
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import bpe
-from bpe import shards as shards_module
+from bpe.corpus import shards as shards_module
 
 from conftest import SHAKESPEARE, random_corpus
 
@@ -64,7 +64,7 @@ def test_encoding_equals_encode_file(cluster, corpora, tmp_path):
     tokens = bpe.open_tokens(tmp_path / "shards")
     assert np.array_equal(np.asarray(tokens), bpe.open_tokens(single.output))
     assert np.array_equal(bpe.read_document_index(tmp_path / "shards"), bpe.read_document_index(single.output))
-    manifest = bpe.token_array.read_manifest(tmp_path / "shards")
+    manifest = bpe.corpus.token_array.read_manifest(tmp_path / "shards")
     assert manifest["n_tokens"] == single.tokens_out and manifest["n_documents"] == single.documents
     assert [entry["path"] for entry in manifest["shards"]] == sorted(entry["path"] for entry in manifest["shards"])
     again = distributed.encode(tok, corpora, tmp_path / "shards", shard_bytes=300_000, chunk_size=100_000)
@@ -118,16 +118,16 @@ def test_a_run_stopped_part_way_resumes_with_the_rest(corpora, tmp_path, monkeyp
 
     monkeypatch.setattr(shards_module, "encode_chunks", stop_at_the_fourth)
     with pytest.raises(KeyboardInterrupt):
-        bpe.encode_shards(tok, corpora, tmp_path / "shards", shard_bytes=300_000, chunk_size=100_000)
+        bpe.corpus.encode_shards(tok, corpora, tmp_path / "shards", shard_bytes=300_000, chunk_size=100_000)
     monkeypatch.setattr(shards_module, "encode_chunks", real)
-    summary = bpe.encode_shards(tok, corpora, tmp_path / "shards", shard_bytes=300_000, chunk_size=100_000)
+    summary = bpe.corpus.encode_shards(tok, corpora, tmp_path / "shards", shard_bytes=300_000, chunk_size=100_000)
     assert len(summary.skipped) == 3 and len(summary.written) == summary.shards - 3
     single = tok.encode_file(corpora, tmp_path / "one.bin")
     assert np.array_equal(np.asarray(bpe.open_tokens(tmp_path / "shards")), bpe.open_tokens(single.output))
     # A changed input makes its shards stale again, and only those.
     with open(corpora[-1], "a", encoding="utf-8") as f:
         f.write(" appended")
-    redo = bpe.encode_shards(tok, corpora, tmp_path / "shards", shard_bytes=300_000, chunk_size=100_000)
+    redo = bpe.corpus.encode_shards(tok, corpora, tmp_path / "shards", shard_bytes=300_000, chunk_size=100_000)
     assert 0 < len(redo.written) < redo.shards
     assert np.array_equal(np.asarray(bpe.open_tokens(tmp_path / "shards")),
                           bpe.open_tokens(tok.encode_file(corpora, tmp_path / "two.bin").output))
@@ -135,7 +135,7 @@ def test_a_run_stopped_part_way_resumes_with_the_rest(corpora, tmp_path, monkeyp
 
 def test_sharded_output_feeds_the_data_loader(corpora, tmp_path):
     tok = bpe.load("gpt2")
-    bpe.encode_shards(tok, corpora[:2], tmp_path / "shards", shard_bytes=200_000, chunk_size=100_000)
+    bpe.corpus.encode_shards(tok, corpora[:2], tmp_path / "shards", shard_bytes=200_000, chunk_size=100_000)
     tokens = bpe.open_tokens(tmp_path / "shards")
     whole = np.asarray(tokens)
     assert len(tokens.shards) > 1 and tokens[3] == whole[3] and np.array_equal(tokens[10:20], whole[10:20])

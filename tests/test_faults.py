@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 import bpe
-from bpe.encode_file import encode_file
-from bpe.token_array import open_tokens, read_document_index, read_metadata
+from bpe.corpus.driver import encode_file
+from bpe.corpus.token_array import open_tokens, read_document_index, read_metadata
 
 from conftest import SHAKESPEARE
 
@@ -91,7 +91,7 @@ def test_two_runs_on_one_output_do_not_interleave(corpus, tmp_path):
     def run():
         try:
             outcomes.append(encode_file(tok, corpus, out, num_workers=1, chunk_size=8192).tokens_out)
-        except bpe.CorpusEncodeError as e:
+        except bpe.errors.CorpusEncodeError as e:
             outcomes.append(str(e))
 
     for _ in range(5):
@@ -122,12 +122,12 @@ def test_a_failure_while_committing_is_detected_by_readers(corpus, tmp_path, mon
         return real_replace(source, destination)
 
     monkeypatch.setattr(os, "replace", failing_replace)
-    with pytest.raises(bpe.CorpusEncodeError, match=r"out.bin.json: cannot be written"):
+    with pytest.raises(bpe.errors.CorpusEncodeError, match=r"out.bin.json: cannot be written"):
         encode_file(tok, other, out)
     monkeypatch.setattr(os, "replace", real_replace)
-    with pytest.raises(bpe.TokenArrayError, match="not the one its sidecar"):
+    with pytest.raises(bpe.errors.TokenArrayError, match="not the one its sidecar"):
         open_tokens(out)
-    with pytest.raises(bpe.TokenArrayError, match="not the index its sidecar"):
+    with pytest.raises(bpe.errors.TokenArrayError, match="not the index its sidecar"):
         read_document_index(out)
     assert leftovers(tmp_path) == []
 
@@ -145,7 +145,7 @@ def test_a_full_disk_names_the_output(corpus, tmp_path, monkeypatch):
     monkeypatch.setattr(os, "pwrite", full)
     out = tmp_path / "out" / "tokens.bin"
     for workers in (1, 2):
-        with pytest.raises(bpe.CorpusEncodeError, match=rf"{out}: writing the token array failed: "
+        with pytest.raises(bpe.errors.CorpusEncodeError, match=rf"{out}: writing the token array failed: "
                                                         "No space left on device"):
             encode_file(bpe.load("gpt2"), corpus, out, num_workers=workers, chunk_size=8192)
         assert os.listdir(out.parent) == []
@@ -186,7 +186,7 @@ def test_inputs_that_are_not_files_are_refused(tmp_path):
 
 
 def test_an_input_that_changes_during_the_run_is_named(corpus, tmp_path, monkeypatch):
-    from bpe import chunk_writer
+    from bpe.corpus import chunk_writer
 
     real_encode = chunk_writer.ChunkWriter.encode
 
@@ -198,7 +198,7 @@ def test_an_input_that_changes_during_the_run_is_named(corpus, tmp_path, monkeyp
 
     monkeypatch.setattr(chunk_writer.ChunkWriter, "encode", growing)
     out = tmp_path / "out" / "tokens.bin"
-    with pytest.raises(bpe.CorpusEncodeError, match=rf"{corpus}: changed while being encoded"):
+    with pytest.raises(bpe.errors.CorpusEncodeError, match=rf"{corpus}: changed while being encoded"):
         encode_file(bpe.load("gpt2"), corpus, out, chunk_size=8192)
     assert os.listdir(out.parent) == []
 
@@ -236,7 +236,7 @@ def test_a_corrupt_sidecar_names_itself(corpus, tmp_path, field, value, message)
     metadata[field] = value
     with open(summary.metadata, "w", encoding="utf-8") as f:
         json.dump(metadata, f)
-    with pytest.raises(bpe.TokenArrayError, match=rf"out.bin.json: .*{message}"):
+    with pytest.raises(bpe.errors.TokenArrayError, match=rf"out.bin.json: .*{message}"):
         open_tokens(summary.output)
 
 

@@ -33,7 +33,7 @@ def test_truncated_file_names_the_line(trained, tmp_path):
     path = trained.save(tmp_path / "tok.bpe")
     lines = open(path, encoding="utf-8").read().splitlines(keepends=True)
     (tmp_path / "short.bpe").write_text("".join(lines[:-5]), encoding="utf-8")
-    with pytest.raises(bpe.TokenizerFileError, match=r"short.bpe: truncated: expected a merges record"):
+    with pytest.raises(bpe.errors.TokenizerFileError, match=r"short.bpe: truncated: expected a merges record"):
         bpe.load(tmp_path / "short.bpe")
 
 
@@ -42,13 +42,13 @@ def test_corrupt_record_names_the_line(trained, tmp_path):
     lines = open(path, encoding="utf-8").read().splitlines(keepends=True)
     lines[10] = "10 !!notbase64\n"
     (tmp_path / "bad.bpe").write_text("".join(lines), encoding="utf-8")
-    with pytest.raises(bpe.TokenizerFileError, match=r"bad.bpe, line 11: '!!notbase64' is not base64"):
+    with pytest.raises(bpe.errors.TokenizerFileError, match=r"bad.bpe, line 11: '!!notbase64' is not base64"):
         bpe.load(tmp_path / "bad.bpe")
 
 
 def test_wrong_format_line(tmp_path):
     (tmp_path / "x.bpe").write_text("something else\n", encoding="utf-8")
-    with pytest.raises(bpe.TokenizerFileError, match=r"x.bpe, line 1: expected 'bpe-tokenizer 1'"):
+    with pytest.raises(bpe.errors.TokenizerFileError, match=r"x.bpe, line 1: expected 'bpe-tokenizer 1'"):
         bpe.load(tmp_path / "x.bpe")
 
 
@@ -61,7 +61,7 @@ def test_mismatched_merge_names_it(trained, tmp_path):
     del lines[2 + n_vocab]
     lines[2] = f"vocab {n_vocab - 1}\n"
     (tmp_path / "mismatch.bpe").write_text("".join(lines), encoding="utf-8")
-    with pytest.raises(bpe.TokenizerFileError, match=r"mismatch.bpe: merge 99 .* is not in the vocab"):
+    with pytest.raises(bpe.errors.TokenizerFileError, match=r"mismatch.bpe: merge 99 .* is not in the vocab"):
         bpe.load(tmp_path / "mismatch.bpe")
 
 
@@ -106,10 +106,10 @@ def test_gpt2_files_round_trip(trained, tmp_path):
 def test_gpt2_file_errors_name_file_and_line(tmp_path):
     (tmp_path / "vocab.json").write_text("{not json", encoding="utf-8")
     (tmp_path / "merges.txt").write_text("#version: 0.2\na b\nonly\n", encoding="utf-8")
-    with pytest.raises(bpe.TokenizerFileError, match="vocab.json: not a JSON vocabulary"):
+    with pytest.raises(bpe.errors.TokenizerFileError, match="vocab.json: not a JSON vocabulary"):
         bpe.Tokenizer.from_files(tmp_path / "vocab.json", tmp_path / "merges.txt")
     bpe.load("gpt2").to_files(tmp_path / "ok")
-    with pytest.raises(bpe.TokenizerFileError, match=r"merges.txt, line 3: expected two tokens"):
+    with pytest.raises(bpe.errors.TokenizerFileError, match=r"merges.txt, line 3: expected two tokens"):
         bpe.Tokenizer.from_files(tmp_path / "ok" / "vocab.json", tmp_path / "merges.txt")
 
 
@@ -155,7 +155,7 @@ def test_a_special_token_on_an_ordinary_rank_shares_it_as_in_tiktoken(trained, t
 
 def test_tiktoken_file_errors_name_the_line(tmp_path):
     (tmp_path / "bad.tiktoken").write_text("YQ== 0\nnot-base64!! 1\n", encoding="utf-8")
-    with pytest.raises(bpe.TokenizerFileError, match=r"bad.tiktoken, line 2"):
+    with pytest.raises(bpe.errors.TokenizerFileError, match=r"bad.tiktoken, line 2"):
         bpe.Tokenizer.from_tiktoken(tmp_path / "bad.tiktoken", pattern="gpt2")
 
 
@@ -180,7 +180,7 @@ def test_every_reader_raises_the_same_class_for_a_bad_file(tmp_path):
                  lambda: bpe.Tokenizer.from_files(tmp_path / "vocab.json", tmp_path / "merges.txt"),
                  lambda: bpe.Tokenizer.from_tiktoken(tmp_path / "bad.tiktoken", pattern="gpt2"),
                  lambda: bpe.Tokenizer.from_tiktoken(tmp_path / "cut.tiktoken.gz", pattern="gpt2")):
-        with pytest.raises(bpe.TokenizerFileError) as raised:
+        with pytest.raises(bpe.errors.TokenizerFileError) as raised:
             read()
         assert isinstance(raised.value, ValueError) and isinstance(raised.value, bpe.BpeError)
         assert str(tmp_path) in str(raised.value)

@@ -12,7 +12,7 @@ import pytest
 
 import bpe
 from bpe.errors import TokenArrayError
-from bpe.token_array import TEMPORARY_PREFIX, temporary_prefix
+from bpe.corpus.token_array import TEMPORARY_PREFIX, temporary_prefix
 
 EOT = "<|endoftext|>"
 
@@ -37,10 +37,10 @@ def cli(*args, check=True):
 def test_a_resumed_run_with_other_settings_encodes_again(corpus, tmp_path, change):
     tok = bpe.load("gpt2")
     out = tmp_path / "shards"
-    first = bpe.encode_shards(tok, corpus, out, shard_bytes=4000)
-    again = bpe.encode_shards(tok, corpus, out, shard_bytes=4000)
+    first = bpe.corpus.encode_shards(tok, corpus, out, shard_bytes=4000)
+    again = bpe.corpus.encode_shards(tok, corpus, out, shard_bytes=4000)
     assert again.written == [] and len(again.skipped) == first.shards        # same settings: all kept
-    changed = bpe.encode_shards(tok, corpus, out, shard_bytes=4000, **change)
+    changed = bpe.corpus.encode_shards(tok, corpus, out, shard_bytes=4000, **change)
     assert changed.skipped == [] and len(changed.written) == first.shards
     tokens = bpe.open_tokens(out)
     text = corpus.read_text(encoding="utf-8")
@@ -69,7 +69,7 @@ def test_signed_dtypes_are_refused_where_asked_for_and_where_read(corpus, tmp_pa
     with pytest.raises(ValueError, match="not an unsigned integer dtype"):
         tok.encode_file(corpus, tmp_path / "signed.bin", dtype=np.int32)
     with pytest.raises(ValueError, match="not an unsigned integer dtype"):
-        bpe.encode_shards(tok, corpus, tmp_path / "shards", dtype=np.int32)
+        bpe.corpus.encode_shards(tok, corpus, tmp_path / "shards", dtype=np.int32)
     assert not os.path.exists(tmp_path / "signed.bin") and not os.path.exists(tmp_path / "shards" / "plan.json")
     result = cli("encode", str(corpus), "--tokenizer", "gpt2", "-o", str(tmp_path / "x.bin"), "--dtype", "int32",
                  check=False)
@@ -90,7 +90,7 @@ def test_signed_dtypes_are_refused_where_asked_for_and_where_read(corpus, tmp_pa
 def sharded(corpus, tmp_path):
     tok = bpe.load("gpt2")
     out = tmp_path / "shards"
-    bpe.encode_shards(tok, corpus, out, shard_bytes=3000, chunk_size=1024)
+    bpe.corpus.encode_shards(tok, corpus, out, shard_bytes=3000, chunk_size=1024)
     return out, np.array(tok.encode(corpus.read_text(encoding="utf-8")), dtype=np.uint16)
 
 
@@ -146,7 +146,7 @@ def test_a_slice_of_sharded_tokens_costs_about_its_output(tmp_path):
     tok = bpe.load("gpt2")
     path = tmp_path / "big.txt"
     path.write_text("hello world " * 600_000, encoding="utf-8")
-    bpe.encode_shards(tok, path, tmp_path / "shards", shard_bytes=1 << 20)
+    bpe.corpus.encode_shards(tok, path, tmp_path / "shards", shard_bytes=1 << 20)
     tokens = bpe.open_tokens(tmp_path / "shards")
     import tracemalloc
 

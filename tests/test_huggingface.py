@@ -121,7 +121,7 @@ def swap_dependent_merges(merges):
 def test_what_cannot_be_read_exactly_is_refused(exported, tmp_path, change, field):
     document = json.loads(json.dumps(exported))
     change(document)
-    with pytest.raises(bpe.TokenizerFileError, match=rf"tokenizer.json: .*{field}"):
+    with pytest.raises(bpe.errors.TokenizerFileError, match=rf"tokenizer.json: .*{field}"):
         bpe.Tokenizer.from_huggingface(write(tmp_path, document))
 
 

@@ -328,5 +328,5 @@ def test_what_is_not_reproduced_exactly_is_refused_naming_the_field(base, tmp_pa
     for index, token in enumerate(document.get("added_tokens") or []):
         token.setdefault("id", len(document["model"]["vocab"]) + index)
     path = write_json(tmp_path / "tokenizer.json", document)
-    with pytest.raises(bpe.TokenizerFileError, match=rf"tokenizer.json: .*{message}"):
+    with pytest.raises(bpe.errors.TokenizerFileError, match=rf"tokenizer.json: .*{message}"):
         bpe.load(path)

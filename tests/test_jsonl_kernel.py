@@ -8,7 +8,7 @@ from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from bpe._jsonl import text_fields
-from bpe.records import field_of
+from bpe.corpus.records import field_of
 
 KEYS = ["text", "meta", "body", "t\u00e9xt", "te\\xt", "id", ""]
 PIECES = ["a", " ", "é", "日", "😀", "\n", "\t", "\"", "\\", "/", "\x00", "\x1f", "\x7f", "\ud800", "\udc00",

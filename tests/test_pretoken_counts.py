@@ -78,7 +78,7 @@ def test_counting_reuses_one_read_buffer_per_thread_across_chunk_sizes(write_tex
 
     import regex
 
-    from bpe import counting
+    from bpe.corpus import counting
     from bpe.patterns import PATTERNS
 
     documents = [random_corpus(seed, n_words=50 * (1 + seed % 7)) for seed in range(40)]

@@ -32,10 +32,10 @@ def test_a_single_string_is_not_a_list_of_special_tokens():
 
 def test_invalid_utf8_names_file_and_offset(write_text):
     path = write_text(b"hello world\n" * 10 + b"bad \xff byte")
-    with pytest.raises(bpe.CorpusDecodeError, match=rf"{path}: invalid UTF-8 at byte offset 124"):
+    with pytest.raises(bpe.errors.CorpusDecodeError, match=rf"{path}: invalid UTF-8 at byte offset 124"):
         bpe.train(path, 300, num_workers=1)
     # Also when the bad byte is in a later chunk, handled by a worker process.
-    with pytest.raises(bpe.CorpusDecodeError, match="byte offset 124"):
+    with pytest.raises(bpe.errors.CorpusDecodeError, match="byte offset 124"):
         bpe.train(path, 300, num_workers=2, chunk_size=16)
 
 

@@ -28,7 +28,8 @@ import time
 
 def run_one(corpus: str, tokenizer: str, workers: int, output: str) -> dict:
     import bpe
-    from bpe import chunk_writer, encoder
+    from bpe import encoder
+    from bpe.corpus import chunk_writer
 
     tok = bpe.load(tokenizer)
     tok.fingerprint()                    # made once per tokenizer; not a stage of the call

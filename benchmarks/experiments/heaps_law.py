@@ -27,7 +27,7 @@ def main() -> None:
     parser.add_argument("--max-mb", type=float, default=128)
     parser.add_argument("--json", help="append the points and the fit to this JSON-lines file")
     args = parser.parse_args()
-    chunks = bpe.plan_chunks([args.corpus], 4 << 20, [SPECIAL], "gpt2")
+    chunks = bpe.corpus.plan_chunks([args.corpus], 4 << 20, [SPECIAL], "gpt2")
     points, counted, size, target = [], bpe.PretokenCounts.from_mapping({}), 0, args.start_mb * 1e6
     index = 0
     while index < len(chunks) and size <= args.max_mb * 1e6:
@@ -36,7 +36,7 @@ def main() -> None:
             group.append(chunks[index])
             size += chunks[index].n_bytes
             index += 1
-        counted = counted + bpe.count_chunks(group, [SPECIAL], num_workers=2)
+        counted = counted + bpe.corpus.count_chunks(group, [SPECIAL], num_workers=2)
         table_bytes = counted.data.nbytes + counted.offsets.nbytes + counted.counts.nbytes
         points.append({"mb": size / 1e6, "n": counted.total, "distinct": len(counted), "table_mib": table_bytes / 2**20})
         print(f"{size / 1e6:8.1f} MB  N={counted.total:>12,}  D={len(counted):>10,}  table {table_bytes / 2**20:7.1f} MiB")

@@ -30,14 +30,14 @@ import numpy as np
 
 import bpe
 from bpe._session import Session
-from bpe.encode_file import CHUNK_BYTES
+from bpe.corpus.driver import CHUNK_BYTES
 
 SEPARATOR = "<|endoftext|>"
 
 
 def chunk_bytes(path: str, tokenizer) -> list[bytes]:
     """The bytes of each chunk of encode_file's cut of ``path``."""
-    chunks = bpe.plan_chunks([path], CHUNK_BYTES, [SEPARATOR], tokenizer.pattern, snap_token=SEPARATOR)
+    chunks = bpe.corpus.plan_chunks([path], CHUNK_BYTES, [SEPARATOR], tokenizer.pattern, snap_token=SEPARATOR)
     texts = []
     with open(path, "rb") as f:
         for chunk in chunks:

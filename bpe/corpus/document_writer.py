@@ -1,7 +1,7 @@
 """Encoding corpora read as a stream: records (JSON Lines, Parquet, Python texts)
 and compressed text.
 
-The calling thread reads (``bpe.records.units``: decompressing, cutting at line
+The calling thread reads (``bpe.corpus.records.units``: decompressing, cutting at line
 ends, reading row groups); worker threads parse and encode each unit
 (``bpe._jsonl`` reads JSON without the GIL, as the kernels encode), and the
 calling thread appends their ids to the output in order. A record is one document: its ids are
@@ -20,9 +20,9 @@ from typing import Iterable, Optional
 import numpy as np
 
 from bpe._lists import ids_with_separators
-from bpe.chunk_writer import ChunkSettings
+from bpe.corpus.chunk_writer import ChunkSettings
 from bpe.errors import CorpusEncodeError
-from bpe.records import READ_BYTES, Problems, Unit
+from bpe.corpus.records import READ_BYTES, Problems, Unit
 
 #: A buffer of more items than this (made for an outsized unit) is not kept for reuse.
 KEPT_ITEMS = 3 * READ_BYTES

@@ -20,12 +20,12 @@ import os
 import time
 from typing import Optional
 
-from bpe.chunking import Chunk, plan_chunks
-from bpe.encode_file import CHUNK_BYTES, encode_chunks, encoding_settings, ranges_fingerprint, separator_token
+from bpe.corpus.chunking import Chunk, plan_chunks
+from bpe.corpus.driver import CHUNK_BYTES, encode_chunks, encoding_settings, ranges_fingerprint, separator_token
 from bpe.errors import TokenArrayError
 from bpe.files import atomic_write_text
-from bpe.sources import find_sources
-from bpe.token_array import MANIFEST_FORMAT, MANIFEST_NAME, check_dtype, open_tokens, read_metadata
+from bpe.corpus.sources import find_sources
+from bpe.corpus.token_array import MANIFEST_FORMAT, MANIFEST_NAME, check_dtype, open_tokens, read_metadata
 
 SHARD_BYTES = 256 << 20
 PLAN_NAME = "plan.json"

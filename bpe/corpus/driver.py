@@ -1,8 +1,8 @@
-"""``encode_file``: whole corpora into memory-mapped token arrays (``bpe.token_array``).
+"""``encode_file``: whole corpora into memory-mapped token arrays (``bpe.corpus.token_array``).
 
-Files are cut into chunks by the training rule (``bpe.chunking``, snapping to
+Files are cut into chunks by the training rule (``bpe.corpus.chunking``, snapping to
 the separator); worker threads encode chunks and write each chunk's ids
-straight into a temporary file at its offset (``bpe.chunk_writer``), which is
+straight into a temporary file at its offset (``bpe.corpus.chunk_writer``), which is
 renamed, with its sidecars, only when everything succeeded. The ids equal
 ``tok.encode`` of each file's text, for any number of workers.
 
@@ -24,16 +24,16 @@ from typing import Iterable, Optional, Sequence
 
 import numpy as np
 
-from bpe.chunk_writer import ChunkSettings, ChunkWriter
-from bpe.chunking import Chunk, iter_chunks
+from bpe.corpus.chunk_writer import ChunkSettings, ChunkWriter
+from bpe.corpus.chunking import Chunk, iter_chunks
 from bpe.errors import CorpusEncodeError
-from bpe.document_writer import DocumentEncoder, collect
+from bpe.corpus.document_writer import DocumentEncoder, collect
 from bpe.files import check_errors, check_regular_files, refuse_overwriting_inputs
 from bpe.progress import progress_bar
-from bpe.records import Problems, text_units, units
-from bpe.sources import Source, find_sources, source_of
+from bpe.corpus.records import Problems, text_units, units
+from bpe.corpus.sources import Source, find_sources, source_of
 from bpe.specials import special_policy
-from bpe.token_array import (OutputLock, build_metadata, check_dtype, commit, index_path, metadata_path,
+from bpe.corpus.token_array import (OutputLock, build_metadata, check_dtype, commit, index_path, metadata_path,
                              temporary_prefix)
 from bpe.workers import map_ordered, resolve_workers
 
@@ -81,7 +81,7 @@ def encode_file(tokenizer, inputs, output, *, dtype=None, num_workers: Optional[
     """Encode corpus files into a flat token array at ``output``; see the module docstring.
 
     ``num_workers``: threads (None: one per core, at most one per chunk).
-    ``inputs``: files and directories (``bpe.sources.find_sources``: text, JSON
+    ``inputs``: files and directories (``bpe.corpus.sources.find_sources``: text, JSON
     Lines and Parquet, compressed or not; ``recursive``, ``glob``); a record's
     text is at ``text_field``.
     """
@@ -118,11 +118,11 @@ def encode_documents(tokenizer, texts, output, *, dtype=None, num_workers: Optio
 def encode_chunks(tokenizer, chunks: Sequence[Chunk], output, *, dtype=None,
                   num_workers: Optional[int] = None, allowed_special="all", errors: str = "strict",
                   progress: bool = False, text_field: str = "text") -> EncodeSummary:
-    """Encode byte ranges of files (``bpe.plan_chunks``, snapped to the separator
+    """Encode byte ranges of files (``bpe.corpus.plan_chunks``, snapped to the separator
     as ``encode_file`` snaps) into one token array: a shard. The shards of
     consecutive ranges, read one after the other, are ``encode_file`` of the
     files; the sidecar records the ranges and their fingerprint. A file that is
-    not plain text (JSON Lines, Parquet, compressed: ``bpe.shards`` plans them
+    not plain text (JSON Lines, Parquet, compressed: ``bpe.corpus.shards`` plans them
     so) is one range, the whole file."""
     chunks = list(chunks)
     paths = list(dict.fromkeys(chunk.path for chunk in chunks))
@@ -265,8 +265,8 @@ class _ChunksJob:
 
 
 class _RecordsJob:
-    """Sources read as a stream (``bpe.records``), or Python ``texts``: read on
-    this thread, parsed and encoded by the workers (``bpe.document_writer``)."""
+    """Sources read as a stream (``bpe.corpus.records``), or Python ``texts``: read on
+    this thread, parsed and encoded by the workers (``bpe.corpus.document_writer``)."""
 
     def __init__(self, sources: Optional[Sequence[Source]], text_field: str, texts=None):
         self.sources = sources

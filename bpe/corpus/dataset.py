@@ -19,7 +19,7 @@ from typing import Optional
 
 import numpy as np
 
-from bpe.token_array import open_tokens, read_document_index
+from bpe.corpus.token_array import open_tokens, read_document_index
 
 
 class TokenDataset:

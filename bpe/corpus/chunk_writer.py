@@ -21,7 +21,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from bpe.chunking import Chunk
+from bpe.corpus.chunking import Chunk
 from bpe.errors import CorpusEncodeError
 from bpe.files import checked_utf8, read_into
 

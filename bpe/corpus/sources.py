@@ -3,7 +3,7 @@
 ``find_sources`` says what each input is (by its suffix, and by its first bytes
 for compression: text, JSON Lines or Parquet) and which files of a directory
 are read, counting the ones it skips by suffix, so nothing is left out
-without a word. ``bpe.records`` reads them.
+without a word. ``bpe.corpus.records`` reads them.
 """
 from __future__ import annotations
 

@@ -18,13 +18,13 @@ import numpy as np
 import regex
 
 from bpe._scanner import Interner, hash_pieces
-from bpe.chunking import Chunk, plan_chunks
+from bpe.corpus.chunking import Chunk, plan_chunks
 from bpe.files import check_errors, check_regular_files, checked_utf8, create_temporary, read_into
 from bpe.flat import take_pieces
 from bpe.patterns import canonical_pattern, compile_pattern, native_pattern_id, regex_pretokens
 from bpe.progress import progress_bar
-from bpe.records import Problems, Unit, dataset_texts, is_dataset, texts_of, units
-from bpe.sources import find_sources
+from bpe.corpus.records import Problems, Unit, dataset_texts, is_dataset, texts_of, units
+from bpe.corpus.sources import find_sources
 from bpe.specials import check_special_tokens, special_spans, split_special
 from bpe.workers import map_in_processes, map_ordered, resolve_workers
 
@@ -253,7 +253,7 @@ def _count_utf8(texts: Sequence[bytes], special_tokens: Sequence[str],
 def count_chunks(chunks: Sequence[Chunk], special_tokens: Sequence[str] = (), *,
                  pattern: Optional[str] = "gpt2", num_workers: Optional[int] = 1,
                  errors: str = "strict", progress: bool = False) -> PretokenCounts:
-    """The pre-token counts of byte ranges of files (``bpe.plan_chunks`` cuts them by
+    """The pre-token counts of byte ranges of files (``bpe.corpus.plan_chunks`` cuts them by
     the rule ``train`` uses): the building block for counting a corpus anywhere,
     one range per task. Counting all of a file's chunks equals counting the file."""
     special_tokens = check_special_tokens(special_tokens)
@@ -305,7 +305,7 @@ def _count_texts(task) -> tuple[PretokenCounts, list[str]]:
         problems = []
     encoded = []
     for index, text in items:
-        if isinstance(text, bytes):        # a stretch of a text file, checked UTF-8 (bpe.records)
+        if isinstance(text, bytes):        # a stretch of a text file, checked UTF-8 (bpe.corpus.records)
             encoded.append(text)
             continue
         if not isinstance(text, str):
@@ -407,7 +407,7 @@ def count_pretokens_from_iterator(
 
 def _count_stream(items, special_tokens, pattern, num_workers, errors, progress, problems: Problems,
                   batch_chars: int = 1 << 20) -> PretokenCounts:
-    """Count texts, or ``bpe.records`` units (parsed on the workers), in batches of
+    """Count texts, or ``bpe.corpus.records`` units (parsed on the workers), in batches of
     about ``batch_chars``; the problems of records skipped go to ``problems``."""
     def batches():
         batch, size = [], 0

@@ -1,7 +1,7 @@
 """Reading corpora as a stream: plain or compressed text, JSON Lines, Parquet,
 Python texts.
 
-``units`` reads the sources found by ``bpe.sources`` in order, as units for
+``units`` reads the sources found by ``bpe.corpus.sources`` in order, as units for
 the encoders and the counters. The thread that reads does only what must be
 done in order (decompressing, cutting at a line end, reading a row group);
 what costs the most is left to the workers, in ``Records.texts`` and
@@ -39,11 +39,11 @@ import numpy as np
 
 from bpe._jsonl import text_fields
 from bpe._scanner import first_invalid_utf8
-from bpe.chunking import find_boundary
+from bpe.corpus.chunking import find_boundary
 from bpe.errors import CorpusDecodeError, CorpusRecordError
 from bpe.files import check_errors, checked_utf8
 from bpe.patterns import find_safe_cut
-from bpe.sources import Source
+from bpe.corpus.sources import Source
 
 #: Bytes read from a stream at a time: a unit of text, or of JSON Lines (as
 #: large as encode_file's chunks) ...
