@@ -91,7 +91,7 @@ class Encoder:
         self.pattern = pattern
         self.source = source          # where the pattern came from, for errors
         self.special_tokens = dict(special_tokens)
-        # A Hugging Face file's steps before the model (``bpe.huggingface.Pipeline``),
+        # A Hugging Face file's steps before the model (``bpe.huggingface.pipeline.Pipeline``),
         # where they are more than the pattern and the special tokens: None when
         # the kernel alone encodes every text as they would.
         self.pipeline = pipeline if pipeline is not None and not (

@@ -81,7 +81,7 @@ PATTERNS = {"gpt2": GPT2_PATTERN, "cl100k": CL100K_PATTERN, "o200k": O200K_PATTE
 #: speed): it matches exactly what GPT2_PATTERN matches, so it is the same built-in.
 TIKTOKEN_GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
 #: How bpe writes cl100k's pattern into tokenizer.json (Oniguruma reads "{1,3}+"
-#: otherwise; see huggingface.write): the same matches, read back as cl100k.
+#: otherwise; see huggingface.tokenizer_json.write): the same matches, read back as cl100k.
 HUGGINGFACE_CL100K_PATTERN = CL100K_PATTERN.replace(r"\p{N}{1,3}+", r"\p{N}{1,3}")
 #: GPT-2's pattern as Hugging Face's ByteLevel pre-tokenizer and Whisper spell it:
 #: the contractions as alternatives of their own, matching the same.

@@ -15,14 +15,14 @@ from bpe._lists import PrebuiltInts, ids_to_list
 from bpe._memory import empty_written_once
 from bpe.encoder import Encoder
 from bpe.errors import TokenizerFileError
-from bpe import huggingface
+from bpe.huggingface import tokenizer_json
 from bpe.flat import RankTable, take_pieces
 from bpe.formats.common import FILE_NAME, HF_FILE_NAME, TokenizerData, read_json
 from bpe.formats.gpt2 import read_gpt2_files, write_gpt2_files
 from bpe.formats.own import read_own, write_own
 from bpe.formats.rankfile import read_tiktoken_table, write_tiktoken
 from bpe.formats.tekken import looks_like_tekken, read_tekken
-from bpe.huggingface import huggingface_path
+from bpe.huggingface.tokenizer_json import huggingface_path
 from bpe.patterns import (canonical_pattern, compile_pattern, find_safe_cut, native_pattern_id,
                           regex_pretokens)
 from bpe.pretrained import (ALIASES, FINGERPRINTS, MODEL_TO_ENCODING, PRETRAINED, encoding_name_for_model,
@@ -110,7 +110,7 @@ class Tokenizer:
         #: Whether text a custom pattern does not match is kept, as pre-tokens of its
         #: own (Hugging Face's Split, bpe's rule), or dropped (tiktoken's findall).
         self._keep_unmatched = keep_unmatched
-        #: A Hugging Face file's steps around the model (``bpe.huggingface.Pipeline``), if any.
+        #: A Hugging Face file's steps around the model (``bpe.huggingface.pipeline.Pipeline``), if any.
         self._pipeline = pipeline
         self._vocabulary = vocabulary
         self._rule = rule
@@ -695,7 +695,7 @@ class Tokenizer:
         what bpe cannot reproduce is refused, naming the field (see
         ``bpe.huggingface``)."""
         path = huggingface_path(path)
-        data = huggingface.read(path)
+        data = tokenizer_json.read(path)
         try:
             vocabulary = Vocabulary(data.table, data.special_tokens, data.decode_as)
             rule = merge_pairs(vocabulary, data.merges, data.ignore_merges,
@@ -767,7 +767,7 @@ class Tokenizer:
                              "writes; copy the file it was read from")
         data = self._data()
         whole_tokens = self._rule.whole_tokens if isinstance(self._rule, Merges) else True
-        return huggingface.write(os.fspath(path), data.vocab, data.merges, data.special_tokens, data.pattern,
+        return tokenizer_json.write(os.fspath(path), data.vocab, data.merges, data.special_tokens, data.pattern,
                                  eos_token=eos_token, bos_token=bos_token, pad_token=pad_token,
                                  ignore_merges=whole_tokens)
 

@@ -29,7 +29,8 @@ FLOORS = [
     ("whole corpora", ["corpus", "corpus.shards", "corpus.driver", "corpus.document_writer",
                        "corpus.chunk_writer", "corpus.counting", "corpus.dataset", "corpus.token_array",
                        "corpus.records", "corpus.sources", "corpus.chunking"]),
-    ("encoding", ["huggingface", "vocabulary", "encoder", "pretrained"]),
+    ("encoding", ["huggingface", "huggingface.tokenizer_json", "huggingface.pipeline", "vocabulary", "encoder",
+                  "pretrained"]),
     ("tokenizer files", ["formats", "formats.own", "formats.gpt2", "formats.rankfile", "formats.tekken",
                          "formats.common"]),
     ("oracle, view", ["pure", "view"]),
@@ -63,7 +64,7 @@ def diagram(width: int = 88) -> str:
 
 
 #: The subpackages: a directory with an ``__init__.py``, described in the map as ``name/``.
-SUBPACKAGES = {"tiktoken", "formats", "corpus"}
+SUBPACKAGES = {"tiktoken", "formats", "corpus", "huggingface"}
 
 CYTHON_IMPORT = re.compile(r"^\s*(?:from\s+bpe(?:\.(\w+))?\s+c?import\s+([\w, ()]+)|(?:c?import)\s+bpe\.(\w+))",
                            re.MULTILINE)

@@ -177,17 +177,17 @@ def test_each_feature_on_any_text(pair, text):
 
 def test_the_fast_paths_are_taken(base, tmp_path):
     # The variants above would pass through the Python pipeline too: these run the kernel.
-    from bpe import huggingface
+    from bpe.huggingface import tokenizer_json
 
     path = write_json(tmp_path / "both.json", variant(base, VARIANTS["added both kinds"]))
-    pipeline = huggingface.read(path).pipeline
+    pipeline = tokenizer_json.read(path).pipeline
     assert not pipeline.simple and pipeline.second_kind == ("<qqz", "</s>", "ab")
     allowed = ["<qqz", "qz>", "<s>", "</s>", "ab"]
     assert pipeline.lacks_second_kind("x qz> <s> a b", allowed)
     assert not pipeline.lacks_second_kind("x <qqz y", allowed) and not pipeline.lacks_second_kind("xab", allowed)
     assert pipeline.lacks_second_kind("x <qqz y", ["qz>"])          # not allowed: it does not count
     path = write_json(tmp_path / "deepseek.json", variant(base, VARIANTS["DeepSeek V3 Splits"]))
-    assert huggingface.read(path).pattern == "deepseek_v3"
+    assert tokenizer_json.read(path).pattern == "deepseek_v3"
 
 
 def deepseek_v3_splits():
@@ -251,7 +251,7 @@ def test_text_without_unstable_code_points_is_unchanged(form):
 
     import numpy as np
 
-    from bpe.huggingface import Normalizer, _unstable
+    from bpe.huggingface.pipeline import Normalizer, _unstable
 
     marked = np.unpackbits(_unstable(frozenset([form])), bitorder="little").astype(bool)
     stable = [chr(p) for p in np.flatnonzero(~marked) if not 0xD800 <= p < 0xE000]

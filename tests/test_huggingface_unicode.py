@@ -77,7 +77,7 @@ def test_the_shipped_tables_are_what_tokenizers_says():
 
 
 def test_the_white_space_of_the_pipeline_is_rust_s():
-    from bpe.huggingface import WHITE_SPACE, rust_unicode
+    from bpe.huggingface.pipeline import WHITE_SPACE, rust_unicode
 
     assert sorted(map(ord, WHITE_SPACE)) == rust_unicode()["rust_is_whitespace"]
 
