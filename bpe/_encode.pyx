@@ -15,9 +15,21 @@ is that token's place in merge order. The kernel keeps
 * per session (pooled, serving one call at a time, kept from call to call),
   caches from pre-token bytes to their ids: text repeats its words.
 
-Scratch state lives in a ``Session`` that
-serves one call at a time, so one EncodeKernel is safely shared by threads
-that encode at the same time.
+Scratch state lives in a ``Session`` (``bpe/_session.pyx``) that serves one
+call at a time, so one EncodeKernel is safely shared by threads that encode
+at the same time.
+
+Why one room of 1,500 lines: the path every pre-token takes (a batch scanned,
+keyed and looked up in the session's caches; what missed merged and
+remembered) is methods of ``EncodeKernel`` that call one another and are
+inlined into the batch loops, over the kernel's own tables and the session's
+``Scratch``. What stands apart does: the merge rule (``bpe/_mergerule.pxd``),
+the sessions, each table (``bpe/_shortcache.pxd``, ``bpe/_bytestable.pxd``,
+``bpe/_pairranks.pxd``). Read it in this order: building
+(``EncodeKernel.__cinit__``), the pipeline (``_encode_segment``,
+``_encode_batch``, ``_encode_cold``), the cache tiers (``_encode_piece``,
+``_encode_short``, ``_remember_short``, ``_spill``), the entry points, and
+``ShortCalls``.
 """
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memmove

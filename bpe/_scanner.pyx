@@ -18,6 +18,13 @@ Unicode of tiktoken's and ``tokenizers``' engines (16.0), which is also what
 
 Input must be valid UTF-8 (the callers decode it first, which validates it).
 
+Why one room of 1,100 lines: each pattern's rule is spelt twice here, byte by
+byte (``next_cl100k`` and the others) and 64 bytes at once (``cl100k_starts``
+and the others), and the two spellings must give the same pre-tokens; kept
+side by side, a change to one is seen beside the other. What stands apart
+does: the SIMD classifier (``bpe/csrc/classify.h``), the class tables
+(``bpe.unicode``), the special-token search (``bpe/_specials.pxd``).
+
 The patterns, branch by branch (``i`` the start, ``c`` the code point there)
 -------------------------------------------------------------------------------
 gpt2    ``'(?:[sdmt]|ll|ve|re)| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+``
