@@ -19,17 +19,15 @@ Scratch state lives in a ``Session`` (``bpe/_session.pyx``) that serves one
 call at a time, so one EncodeKernel is safely shared by threads that encode
 at the same time.
 
-Why one room of 1,500 lines: the path every pre-token takes (a batch scanned,
-keyed and looked up in the session's caches; what missed merged and
-remembered) is methods of ``EncodeKernel`` that call one another and are
-inlined into the batch loops, over the kernel's own tables and the session's
-``Scratch``. What stands apart does: the merge rule (``bpe/_mergerule.pxd``),
-the sessions, each table (``bpe/_shortcache.pxd``, ``bpe/_bytestable.pxd``,
-``bpe/_pairranks.pxd``). Read it in this order: building
-(``EncodeKernel.__cinit__``), the pipeline (``_encode_segment``,
-``_encode_batch``, ``_encode_cold``), the cache tiers (``_encode_piece``,
-``_encode_short``, ``_remember_short``, ``_spill``), the entry points, and
-``ShortCalls``.
+Why one room of 1,200 lines: the path every pre-token takes (a batch scanned,
+keyed, looked up; what missed merged and remembered) runs in the batch loops
+here, which must see the kernel's tables and the session's ``Scratch``
+inline. What stands apart does: the pre-token caches (``bpe/_caches.pxd``),
+the merge rule (``bpe/_mergerule.pxd``), the sessions, each table
+(``bpe/_shortcache.pxd``, ``bpe/_bytestable.pxd``, ``bpe/_pairranks.pxd``).
+Read it in this order: building (``EncodeKernel.__cinit__``), the pipeline
+(``_encode_segment``, ``_encode_batch``, ``_encode_cold``, ``_merge_fresh``),
+the entry points, and ``ShortCalls``.
 """
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memmove
@@ -39,6 +37,8 @@ import numpy as np
 from bpe._bytestable cimport (FNV_OFFSET, FNV_PRIME, BytesTable, bytestable_add, bytestable_add_hashed,
                               bytestable_clear, bytestable_free, bytestable_hash, hash_by_words,
                               bytestable_init_sized, bytestable_slot, hash_bytes, slot_entry)
+from bpe._caches cimport (OUT_SLACK, PIECE_ANY, Tables, cache_merged, encode_missed, encode_piece, is_new,
+                          short_token)
 from bpe._checks cimport check_ids, check_offsets
 from bpe._lists cimport PrebuiltInts, ids_list, lists_of_ids
 from bpe._mergerule cimport (Ids, LongMerge, MergeRule, Merging, ids_init, ids_reserve, longmerge_free,
@@ -74,19 +74,13 @@ cdef extern from "Python.h":
 
 cdef enum:
     MAX_TOKEN_ID = 0x7FFFFFFE           # ids are token_t (int32) inside the kernel
-    CACHE_MAX_ENTRIES = 1 << 18      # then the general cache starts afresh: memory stays bounded
-    CACHE_MAX_PIECE_BYTES = 256      # longer pre-tokens are rare; not worth caching
     WHOLE_SEGMENT = -1               # "pattern" id: no pre-tokenization
     COLD_BATCH = 256                 # pre-tokens scanned at once while the session is cold (else SCAN_BATCH)
-    OUT_SLACK = INLINE_IDS           # ids a short-cache hit writes: its four lanes, copied at once
     PAIR_BATCH = 16                  # pairs of a token prefetched before they are entered
     MERGE_GROUP = 16                 # new short pre-tokens merged side by side (``_merge_fresh``)
     GROUP_AFTER_MISSES = 2           # a batch after one with this many misses merges its new ones side by side
     NEVER_GROUPED = -1               # ... or none does (``EncodeKernel.group_after_misses``)
 
-cdef enum:                           # what _encode_piece's caller knows of the piece
-    PIECE_ANY = 0                    # nothing: it may be a token, or in the general cache
-    PIECE_NEW_SHORT = 1              # short, no token, not seen since the short cache cleared (the caller caches it)
 
 
 cdef inline void str_parts(object text, const void** source, Py_ssize_t* n_points,
@@ -289,10 +283,7 @@ cdef class EncodeKernel:
         from the table.
     """
     cdef:
-        MergeRule rule          # what merging a pre-token reads (``bpe/_mergerule.pxd``)
-        BytesTable tokens
-        ShortCache short_tokens  # the tokens of 2 to SHORT_KEY_BYTES bytes: a miss's first probe
-        ShortFilter short_token_filter  # ... unless this says it is surely none of them
+        Tables t                # the vocabulary as the caches' misses ask it (``bpe/_caches.pxd``)
         # The special tokens the last call searched for: most calls pass the same ones.
         PreparedNeedles prepared_needles
         # Misses in a batch after which the next merges its new pre-tokens side
@@ -322,8 +313,8 @@ cdef class EncodeKernel:
         cdef int64_t id_limit = max(int(np.max(token_ids)) if n_tokens > 0 else 0, int(np.max(byte_ids))) + 1
         # The tables are built first: __dealloc__ frees whatever was allocated.
         # A vocabulary has about two pairs for each rank (splits of its tokens).
-        if (bytestable_init_sized(&self.tokens, n_tokens, token_data.shape[0]) < 0
-                or pairranks_init(&self.rule.pairs, 2 * ranked_ids.shape[0], id_limit, ranked_ids.shape[0]) < 0):
+        if (bytestable_init_sized(&self.t.tokens, n_tokens, token_data.shape[0]) < 0
+                or pairranks_init(&self.t.rule.pairs, 2 * ranked_ids.shape[0], id_limit, ranked_ids.shape[0]) < 0):
             raise MemoryError()
         check_offsets(token_offsets, n_tokens, token_data.shape[0], "token arrays")
         # Ids become uint32 outputs and index the callers' tables: none may be negative.
@@ -338,22 +329,22 @@ cdef class EncodeKernel:
                     raise ValueError(f"merge pair {k} ({merge_pairs[k, 0]}, {merge_pairs[k, 1]}) holds an id "
                                      f"not in [0, {id_limit})")
         for t in range(256):
-            self.rule.byte_ids[t] = byte_ids[t]
-        self.rule.n_ranks = <int32_t>ranked_ids.shape[0]
-        self.rule.merged_id = <token_t*>mem_alloc(max(self.rule.n_ranks, 1) * sizeof(token_t))
-        if self.rule.merged_id == NULL:
+            self.t.rule.byte_ids[t] = byte_ids[t]
+        self.t.rule.n_ranks = <int32_t>ranked_ids.shape[0]
+        self.t.rule.merged_id = <token_t*>mem_alloc(max(self.t.rule.n_ranks, 1) * sizeof(token_t))
+        if self.t.rule.merged_id == NULL:
             raise MemoryError()
-        self.rule.merged_offset = ranked_ids[0] if self.rule.n_ranks > 0 else 0
-        self.rule.merged_in_order = merged_ids_by_offset
-        for k in range(self.rule.n_ranks):
-            self.rule.merged_id[k] = ranked_ids[k]
-            if ranked_ids[k] != self.rule.merged_offset + k:
-                self.rule.merged_in_order = False
+        self.t.rule.merged_offset = ranked_ids[0] if self.t.rule.n_ranks > 0 else 0
+        self.t.rule.merged_in_order = merged_ids_by_offset
+        for k in range(self.t.rule.n_ranks):
+            self.t.rule.merged_id[k] = ranked_ids[k]
+            if ranked_ids[k] != self.t.rule.merged_offset + k:
+                self.t.rule.merged_in_order = False
         if merge_pairs is not None:
-            for k in range(self.rule.n_ranks):
-                if pairranks_add(&self.rule.pairs, merge_pairs[k, 0], merge_pairs[k, 1], <int32_t>k) < 0:
+            for k in range(self.t.rule.n_ranks):
+                if pairranks_add(&self.t.rule.pairs, merge_pairs[k, 0], merge_pairs[k, 1], <int32_t>k) < 0:
                     raise MemoryError()
-            pairranks_fill_bytes(&self.rule.pairs, self.rule.byte_ids)
+            pairranks_fill_bytes(&self.t.rule.pairs, self.t.rule.byte_ids)
             self._add_whole_tokens(token_data, token_offsets, token_ids,
                                    None if whole_tokens else self._merged_to_themselves(token_data, token_offsets,
                                                                                          token_ids))
@@ -362,7 +353,7 @@ cdef class EncodeKernel:
             # it: the token table finds the splits, so it is made first.
             self._add_whole_tokens(token_data, token_offsets, token_ids, None)
             entry_of = _entry_of_id(token_ids, ranked_ids)
-            for k in range(self.rule.n_ranks):
+            for k in range(self.t.rule.n_ranks):
                 t = entry_of[k]
                 if t < 0:
                     raise ValueError(f"ranked id {ranked_ids[k]} (rank {k}) is not among the token ids")
@@ -370,7 +361,7 @@ cdef class EncodeKernel:
                 if self._register_splits(<int32_t>k, data + start, token_offsets[t + 1] - start,
                                          token_data.shape[0] - start) < 0:
                     raise MemoryError()
-            pairranks_fill_bytes(&self.rule.pairs, self.rule.byte_ids)
+            pairranks_fill_bytes(&self.t.rule.pairs, self.t.rule.byte_ids)
         # Merging a cold batch's new pre-tokens side by side (``_merge_fresh``)
         # lets one's pair lookups wait while the others merge, and costs a
         # mispredicted branch or two a step: the step before was another
@@ -386,7 +377,7 @@ cdef class EncodeKernel:
             l2_cache_bytes = detected_l2_cache_bytes()
         if group_after_misses is not None:
             self.group_after_misses = group_after_misses
-        elif l2_cache_bytes == 0 or pairranks_bytes(&self.rule.pairs) > l2_cache_bytes:
+        elif l2_cache_bytes == 0 or pairranks_bytes(&self.t.rule.pairs) > l2_cache_bytes:
             self.group_after_misses = GROUP_AFTER_MISSES
         else:
             self.group_after_misses = NEVER_GROUPED
@@ -413,23 +404,23 @@ cdef class EncodeKernel:
             length = token_offsets[t + 1] - token_offsets[t]
             if not kept[t] or length == 0:
                 continue
-            if bytestable_add(&self.tokens, data + token_offsets[t], length, token_ids[t], False) < 0:
+            if bytestable_add(&self.t.tokens, data + token_offsets[t], length, token_ids[t], False) < 0:
                 raise MemoryError()
             if 2 <= length <= SHORT_KEY_BYTES:
                 n_short += 1
         short_slots = next_capacity(0, 1024, 2 * n_short)
-        if (shortcache_init(&self.short_tokens, short_slots, short_slots) < 0
-                or shortfilter_init(&self.short_token_filter, n_short) < 0):
+        if (shortcache_init(&self.t.short_tokens, short_slots, short_slots) < 0
+                or shortfilter_init(&self.t.short_token_filter, n_short) < 0):
             raise MemoryError()
         for t in range(n_tokens):
             length = token_offsets[t + 1] - token_offsets[t]
             if kept[t] and 2 <= length <= SHORT_KEY_BYTES:
                 short_key(&key, data + token_offsets[t], length, token_data.shape[0] - token_offsets[t])
-                slot = shortcache_slot(&self.short_tokens, &key)
+                slot = shortcache_slot(&self.t.short_tokens, &key)
                 token_id = <uint32_t>token_ids[t]
                 if not shortcache_holds(slot, &key):
-                    shortcache_insert(&self.short_tokens, slot, &key, &token_id, 1)
-                    shortfilter_add(&self.short_token_filter, key.hash)
+                    shortcache_insert(&self.t.short_tokens, slot, &key, &token_id, 1)
+                    shortfilter_add(&self.t.short_token_filter, key.hash)
                 else:
                     slot.ids[0] = token_id      # the later id, as in the token table
 
@@ -454,11 +445,11 @@ cdef class EncodeKernel:
                 for t in range(n):
                     length = token_offsets[t + 1] - token_offsets[t]
                     if length < 2:
-                        kept_view[t] = length == 1 and self.rule.byte_ids[token_data[token_offsets[t]]] == token_ids[t]
+                        kept_view[t] = length == 1 and self.t.rule.byte_ids[token_data[token_offsets[t]]] == token_ids[t]
                         continue
                     out.size = 0
-                    if merge_piece(&self.rule, &work, &token_data[token_offsets[t]], length,
-                                   self.rule.n_ranks, &out) < 0:
+                    if merge_piece(&self.t.rule, &work, &token_data[token_offsets[t]], length,
+                                   self.t.rule.n_ranks, &out) < 0:
                         failed = 1
                         break
                     kept_view[t] = out.size == 1 and out.data[0] == <out_id_t>token_ids[t]
@@ -485,9 +476,9 @@ cdef class EncodeKernel:
         cdef uint64_t prefix_hash = FNV_OFFSET
         for n in range(2, min(length, SHORT_KEY_BYTES + 1)):
             short_key(&prefix[n], token, n, readable)
-            prefetch(shortcache_home(&self.short_tokens, prefix[n].hash))
+            prefetch(shortcache_home(&self.t.short_tokens, prefix[n].hash))
             short_key(&suffix[n], token + length - n, n, readable - (length - n))
-            prefetch(shortcache_home(&self.short_tokens, suffix[n].hash))
+            prefetch(shortcache_home(&self.t.short_tokens, suffix[n].hash))
         for split in range(1, length):
             # Longer prefixes are hashed incrementally (FNV-1a extends byte by byte),
             # so finding which prefixes are tokens costs O(length), not O(length^2):
@@ -503,7 +494,7 @@ cdef class EncodeKernel:
             if right < 0:
                 continue
             pairs[n_pairs] = pack_pair(<token_t>left, <token_t>right)
-            pairranks_prefetch(&self.rule.pairs, <token_t>left, <token_t>right)
+            pairranks_prefetch(&self.t.rule.pairs, <token_t>left, <token_t>right)
             n_pairs += 1
             if n_pairs == PAIR_BATCH:
                 if self._register_pairs(pairs, n_pairs, rank) < 0:
@@ -516,7 +507,7 @@ cdef class EncodeKernel:
         it. -1 when out of memory."""
         cdef int64_t i
         for i in range(n):
-            if pairranks_add(&self.rule.pairs, pair_left(pairs[i]), pair_right(pairs[i]), rank) < 0:
+            if pairranks_add(&self.t.rule.pairs, pair_left(pairs[i]), pair_right(pairs[i]), rank) < 0:
                 return -1
         return 0
 
@@ -528,20 +519,20 @@ cdef class EncodeKernel:
         cdef ShortEntry* slot
         cdef int64_t entry
         if n == 1:
-            return self.rule.byte_ids[s[0]]
+            return self.t.rule.byte_ids[s[0]]
         if n <= SHORT_KEY_BYTES:
-            slot = shortcache_slot(&self.short_tokens, &keys[n])
+            slot = shortcache_slot(&self.t.short_tokens, &keys[n])
             return slot.ids[0] if shortcache_holds(slot, &keys[n]) else -1
-        entry = slot_entry(self.tokens.slots[bytestable_slot(&self.tokens, s, n, hash)])
-        return -1 if entry < 0 else self.tokens.values[entry]
+        entry = slot_entry(self.t.tokens.slots[bytestable_slot(&self.t.tokens, s, n, hash)])
+        return -1 if entry < 0 else self.t.tokens.values[entry]
 
     @property
     def pair_table(self):
         """``(layout, pairs, slots)`` of the pair ranks: "packed" or "wide" (see
         ``bpe/_pairranks.pxd``), for tests to know which they hold."""
-        if self.rule.pairs.wide:
-            return "wide", self.rule.pairs.pairs.size, self.rule.pairs.pairs.mask + 1
-        return "packed", self.rule.pairs.size, self.rule.pairs.mask + 1
+        if self.t.rule.pairs.wide:
+            return "wide", self.t.rule.pairs.pairs.size, self.t.rule.pairs.pairs.mask + 1
+        return "packed", self.t.rule.pairs.size, self.t.rule.pairs.mask + 1
 
     def may_be_short_token(self, bytes piece):
         """False when the filter of short tokens says ``piece`` (2 to
@@ -551,7 +542,7 @@ cdef class EncodeKernel:
         if not 2 <= len(piece) <= SHORT_KEY_BYTES:
             raise ValueError(f"a short piece is of 2 to {SHORT_KEY_BYTES} bytes, not {len(piece)}")
         short_key(&key, <const uint8_t*><const char*>piece, len(piece), len(piece))
-        return bool(shortfilter_may_hold(&self.short_token_filter, key.hash))
+        return bool(shortfilter_may_hold(&self.t.short_token_filter, key.hash))
 
     @property
     def merges_side_by_side(self):
@@ -563,207 +554,13 @@ cdef class EncodeKernel:
     def merged_ids(self):
         """How a merge's token is found: "offset" (its rank plus one offset: the
         ids follow the ranks) or "table" (``merged_id``), for tests to know."""
-        return "offset" if self.rule.merged_in_order else "table"
+        return "offset" if self.t.rule.merged_in_order else "table"
 
     def __dealloc__(self):
-        bytestable_free(&self.tokens)
-        shortcache_free(&self.short_tokens)
-        shortfilter_free(&self.short_token_filter)
-        mergerule_free(&self.rule)
-
-    cdef int _encode_piece(self, Scratch* s, const uint8_t* piece, int64_t n,
-                           int source) noexcept nogil:
-        """Append the ids of one pre-token to ``s.out``: the general cache's ids,
-        a token's id, or merged ones, which it then caches (a PIECE_NEW_SHORT's
-        are its caller's to cache). ``source`` says what the caller knows (see
-        PIECE_ANY and the others). -1 when out of memory.
-
-        The cache is asked first, and keeps a token's id too: a pre-token met
-        again (most long ones are) costs one hash of its words and one probe,
-        where the token table wants a hash byte by byte (FNV-1a, for its long
-        tokens' prefixes: see ``_register_splits``) and a probe of its own.
-        While the session shares a general cache, that is asked next, and
-        what it holds copied into the session's own; what neither holds goes
-        into both."""
-        cdef int64_t entry, value, offset, count, before
-        cdef uint64_t h = 0
-        cdef bint cached = n <= CACHE_MAX_PIECE_BYTES and source != PIECE_NEW_SHORT
-        if n == 0:
-            return 0
-        if ids_reserve(&s.out, 1) < 0:
-            return -1
-        if n == 1:
-            s.out.data[s.out.size] = <out_id_t>self.rule.byte_ids[piece[0]]
-            s.out.size += 1
-            return 0
-        if cached:
-            h = bytestable_hash(&s.cache, piece, n)
-            entry = slot_entry(s.cache.slots[bytestable_slot(&s.cache, piece, n, h)])
-            if entry >= 0:
-                value = s.cache.values[entry]
-                offset = value >> 16
-                count = value & 0xFFFF
-                if ids_reserve(&s.out, count) < 0:
-                    return -1
-                memcpy(s.out.data + s.out.size, s.cached.data + offset, count * sizeof(out_id_t))
-                s.out.size += count
-                return 0
-            if s.general_shared != NULL:
-                count = self._from_shared_general(s, piece, n, h)
-                if count != 0:
-                    return -1 if count < 0 else 0
-        before = s.out.size
-        entry = -1
-        if source == PIECE_ANY:
-            entry = slot_entry(self.tokens.slots[bytestable_slot(&self.tokens, piece, n, hash_bytes(piece, n))])
-        if entry >= 0:
-            s.out.data[s.out.size] = <out_id_t>self.tokens.values[entry]
-            s.out.size += 1
-        elif merge_piece(&self.rule, &s.long_merge, piece, n, self.rule.n_ranks, &s.out) < 0:
-            return -1
-        # (A new short one is the caller's to remember: ``_remember_short``.)
-        if cached and self._cache_general(s, piece, n, h, s.out.data + before, s.out.size - before, True) < 0:
-            return -1
-        return 0
-
-    cdef int _from_shared_general(self, Scratch* s, const uint8_t* piece, int64_t n, uint64_t h) noexcept nogil:
-        """Append the ids the shared general cache holds for ``piece`` (``h`` its
-        hash), if it holds them, and keep them in the session's own: their
-        number (0 when it does not), or -1 when out of memory. (A function of
-        its own: written into ``_encode_piece``, it made sessions that do not
-        share slower.)"""
-        cdef int64_t count = 0
-        cdef const out_id_t* ids = sharedgeneral_find(s.general_shared, piece, n, h, &count)
-        if ids == NULL:
-            return 0
-        if ids_reserve(&s.out, count) < 0:
-            return -1
-        memcpy(s.out.data + s.out.size, ids, count * sizeof(out_id_t))
-        s.out.size += count
-        return -1 if self._cache_general(s, piece, n, h, ids, count, False) < 0 else <int>count
-
-    cdef int64_t _cache_general(self, Scratch* s, const uint8_t* piece, int64_t n, uint64_t h,
-                                const out_id_t* ids, int64_t count, bint share) noexcept nogil:
-        """Keep ``ids[:count]`` as the ids of ``piece`` (``h`` its hash in the cache) in the
-        session's general cache, started afresh at its budget (a new era), and,
-        with ``share``, in the general cache it shares, if any. Returns
-        where in ``s.cached`` the ids went, or -1 when out of memory. (At most
-        CACHE_MAX_ENTRIES pieces of CACHE_MAX_PIECE_BYTES: 2^26 ids, so a place
-        fits in 32 bits.)"""
-        cdef int64_t offset
-        if share and s.general_shared != NULL:
-            sharedgeneral_store(s.general_shared, piece, n, h, ids, count)
-        if s.cache.n_entries >= CACHE_MAX_ENTRIES:
-            bytestable_clear(&s.cache)
-            s.cached.size = 0
-            s.cache_era += 1
-        if ids_reserve(&s.cached, count) < 0:
-            return -1
-        offset = s.cached.size
-        memcpy(s.cached.data + offset, ids, count * sizeof(out_id_t))
-        if bytestable_add_hashed(&s.cache, piece, n, h, (offset << 16) | count, False) < 0:
-            return -1
-        s.cached.size += count
-        return offset
-
-    cdef int _remember_short(self, Scratch* s, ShortEntry* entry, const ShortKey* key,
-                             const uint8_t* piece, int64_t n, const out_id_t* ids,
-                             int64_t count) noexcept nogil:
-        """Cache the ids of a short pre-token (``key`` its key, ``entry`` the empty
-        slot ``shortcache_slot`` gave for it): inline if at most INLINE_IDS, else
-        as a run, else in the general cache with a marker here (see
-        ``bpe/_shortcache.pxd``). -1 when out of memory."""
-        cdef int64_t start
-        if count <= INLINE_IDS:
-            shortcache_insert(&s.short, entry, key, ids, count)
-            return 0
-        start = run_start(ids, count)
-        if start >= 0:
-            shortcache_insert_run(&s.short, entry, key, ids, count, start)
-            return 0
-        return self._spill(s, entry, key, piece, n, ids, count)
-
-    cdef int _spill(self, Scratch* s, ShortEntry* entry, const ShortKey* key, const uint8_t* piece,
-                    int64_t n, const out_id_t* ids, int64_t count) noexcept nogil:
-        """Keep the ids of a short pre-token of more than INLINE_IDS in the general
-        cache, then make ``entry`` the marker that says where: with ``key``, the
-        empty slot for it; without, its marker of an earlier era. -1 when out of
-        memory, with no marker made (an entry of the key without one would be
-        taken for a pre-token of no ids). While the session shares a general
-        cache, the ids go there too: a session that finds this one's marker
-        in a shared short cache looks for them there (``_encode_short``)."""
-        cdef int64_t offset = self._cache_general(s, piece, n, bytestable_hash(&s.cache, piece, n), ids, count, True)
-        if offset < 0:
-            return -1
-        if key != NULL:
-            shortcache_insert_spilled(&s.short, entry, key, <uint32_t>offset, <uint32_t>count, s.cache_era)
-        else:
-            shortcache_mark_spilled(entry, <uint32_t>offset, <uint32_t>count, s.cache_era)
-        return 0
-
-    cdef inline ShortEntry* _short_token(self, const ShortKey* key) noexcept nogil:
-        """The short tokens' entry holding ``key``, or NULL when it is no token:
-        the filter answers most that are not without a probe of the table."""
-        cdef ShortEntry* token
-        if not shortfilter_may_hold(&self.short_token_filter, key.hash):
-            return NULL
-        token = shortcache_slot(&self.short_tokens, key)
-        return token if shortcache_holds(token, key) else NULL
-
-    cdef inline int _encode_short(self, Scratch* s, const uint8_t* piece, int64_t n,
-                                  const ShortKey* key) noexcept nogil:
-        """Append the ids of a pre-token of 1 to SHORT_KEY_BYTES bytes (``key`` its
-        words and hash), from the short cache when it is there (or from the
-        general cache, where its marker says); else found as ``_encode_piece``
-        finds them and cached here: the ids if at most INLINE_IDS, or as a run
-        (see ``bpe/_shortcache.pxd``), else a marker.
-        ``s.out`` has room for ``n`` more ids. Returns 0 for a hit, 1 for a miss
-        (the short tokens asked), -1 when out of memory."""
-        cdef ShortEntry* entry
-        cdef ShortEntry* token
-        cdef int64_t before, count
-        entry = shortcache_slot(&s.short, key)
-        if shortcache_holds(entry, key):
-            if shortcache_run(entry):
-                s.out.size += write_run(s.out.data + s.out.size, entry)
-                return 0
-            if shortcache_spilled(entry):
-                if shortcache_spilled_era(entry) == s.cache_era:
-                    count = entry.ids[1]          # at most n: s.out has room
-                    memcpy(s.out.data + s.out.size, s.cached.data + entry.ids[0], count * sizeof(out_id_t))
-                    s.out.size += count
-                    return 0
-                if (shortcache_spilled_era(entry) >> 32) != (s.cache_era >> 32):
-                    # Another session's marker, in a shared table: its place
-                    # is in that session's general cache, and its ids in the
-                    # shared one. This one's own is asked, then the shared
-                    # one (and given the ids if it lacks them); the marker
-                    # stays the other's.
-                    return -1 if self._encode_piece(s, piece, n, PIECE_ANY) < 0 else 0
-                # The general cache started afresh since: merged again, and the
-                # marker points anew.
-                before = s.out.size
-                if self._encode_piece(s, piece, n, PIECE_NEW_SHORT) < 0 \
-                        or self._spill(s, entry, NULL, piece, n, s.out.data + before, s.out.size - before) < 0:
-                    return -1
-                return 0
-            # As _encode_batch copies a hit (its four lanes at once) where
-            # there is room past them; else only its ids.
-            count = count_ids(entry.ids)
-            memcpy(s.out.data + s.out.size, entry.ids,
-                   (OUT_SLACK if s.out.size + OUT_SLACK <= s.out.capacity else count) * sizeof(out_id_t))
-            s.out.size += count
-            return 0
-        before = s.out.size
-        token = self._short_token(key)
-        if token != NULL:
-            s.out.data[s.out.size] = token.ids[0]
-            s.out.size += 1
-        elif self._encode_piece(s, piece, n, PIECE_NEW_SHORT) < 0:
-            return -1
-        if self._remember_short(s, entry, key, piece, n, s.out.data + before, s.out.size - before) < 0:
-            return -1
-        return 1
+        bytestable_free(&self.t.tokens)
+        shortcache_free(&self.t.short_tokens)
+        shortfilter_free(&self.t.short_token_filter)
+        mergerule_free(&self.t.rule)
 
     cdef int _encode_segment(self, Scratch* s, const uint8_t* data, int64_t n,
                              int pattern) noexcept nogil:
@@ -787,7 +584,7 @@ cdef class EncodeKernel:
         cdef Py_ssize_t* ends = ends_from_start + 1       # ends[-1]: where the batch starts
         cdef BatchKey keys[COLD_BATCH + FILL_SLACK]
         if pattern == WHOLE_SEGMENT:
-            return self._encode_piece(s, data, n, PIECE_ANY)
+            return encode_piece(&self.t, s, data, n, PIECE_ANY)
         scanner_init(&scanner, pattern, data, n)
         # Every id covers at least one byte: room for n ids serves the segment.
         if ids_reserve(&s.out, n) < 0:
@@ -819,20 +616,6 @@ cdef class EncodeKernel:
             i = ends[batch - 1]
         return 0
 
-    cdef inline bint _is_new(self, Scratch* s, const BatchKey* batch_key, int64_t n) noexcept nogil:
-        """Whether a pre-token of ``n`` bytes, not in its home pair, is a short
-        one in neither session cache; if so, its slot in the short tokens is
-        prefetched, to be asked next (unless the filter says it is no token)."""
-        cdef ShortKey key
-        if n < 2 or n > SHORT_KEY_BYTES:
-            return False
-        batch_key_hashed(&key, batch_key)
-        if shortcache_holds(shortcache_slot(&s.short, &key), &key):
-            return False
-        if shortfilter_may_hold(&self.short_token_filter, key.hash):
-            prefetch(shortcache_home(&self.short_tokens, key.hash))
-        return True
-
     cdef int _merge_fresh(self, Scratch* s, const uint8_t* data, const Py_ssize_t* ends,
                           const BatchKey* keys, const Py_ssize_t* fresh, Py_ssize_t n_fresh) noexcept nogil:
         """Cache the ids of the batch's pre-tokens ``fresh`` (keys of short ones
@@ -862,11 +645,11 @@ cdef class EncodeKernel:
             j = 0
             while j < n_live:
                 g = place[j]
-                if merging_step(&self.rule, &group[g], self.rule.n_ranks):
+                if merging_step(&self.t.rule, &group[g], self.t.rule.n_ranks):
                     j += 1
                     continue
                 k = member[g]
-                if self._cache_merged(s, data + ends[k - 1], ends[k] - ends[k - 1], &keys[k], &group[g]) < 0:
+                if cache_merged(s, data + ends[k - 1], ends[k] - ends[k - 1], &keys[k], &group[g]) < 0:
                     return -1
                 k = self._start_next(s, data, ends, keys, fresh, n_fresh, &taken, &group[g])
                 if k >= 0:                       # its first merge comes in the next round
@@ -884,7 +667,7 @@ cdef class EncodeKernel:
         The pass copies each hit's ids, as ``_encode_batch`` does, and notes
         each miss and where its ids go; the new short ones are merged side by
         side (``_merge_fresh``); then every miss is encoded as
-        ``_encode_batch`` would (``_encode_missed``, mostly a hit by now) into
+        ``_encode_batch`` would (``encode_missed``, mostly a hit by now) into
         ``s.held``, and the hits' ids after each miss are moved up to make
         its room. Why one pass: a pass that only found the misses, then the
         lookup, went twice over every pre-token of the batch for two or three
@@ -914,7 +697,7 @@ cdef class EncodeKernel:
             miss_at[n_miss] = size
             n_miss += 1
             miss_bytes += n
-            if self._is_new(s, &keys[k], n):
+            if is_new(&self.t, s, &keys[k], n):
                 fresh[n_fresh] = k
                 n_fresh += 1
         s.out.size = size
@@ -931,7 +714,7 @@ cdef class EncodeKernel:
         i = 0
         while status >= 0 and i < n_miss:
             k = miss_key[i]
-            status = self._encode_missed(s, data + ends[k - 1], ends[k] - ends[k - 1], &keys[k])
+            status = encode_missed(&self.t, s, data + ends[k - 1], ends[k] - ends[k - 1], &keys[k])
             missed += status
             miss_end[i] = s.out.size
             i += 1
@@ -973,25 +756,13 @@ cdef class EncodeKernel:
             entry = shortcache_slot(&s.short, &key)
             if shortcache_holds(entry, &key):
                 continue
-            token = self._short_token(&key)
+            token = short_token(&self.t, &key)
             if token != NULL:
                 shortcache_insert(&s.short, entry, &key, token.ids, 1)
                 continue
-            merging_start(&self.rule, w, data + ends[k - 1], ends[k] - ends[k - 1])
+            merging_start(&self.t.rule, w, data + ends[k - 1], ends[k] - ends[k - 1])
             return k
         return -1
-
-    cdef int _cache_merged(self, Scratch* s, const uint8_t* piece, int64_t n, const BatchKey* batch_key,
-                           const Merging* w) noexcept nogil:
-        """Cache the ids ``w`` merged ``piece`` into, unless a copy of it merged
-        side by side was cached first. -1 when out of memory."""
-        cdef ShortKey key
-        cdef ShortEntry* entry
-        batch_key_hashed(&key, batch_key)
-        entry = shortcache_slot(&s.short, &key)
-        if shortcache_holds(entry, &key):
-            return 0
-        return self._remember_short(s, entry, &key, piece, n, <const out_id_t*>w.token, w.m)
 
     cdef Py_ssize_t _encode_batch(self, Scratch* s, const uint8_t* data, const Py_ssize_t* ends,
                                   const BatchKey* keys, Py_ssize_t count) noexcept nogil:
@@ -1002,7 +773,7 @@ cdef class EncodeKernel:
         pair holds it, when the entry's four lanes are copied in one go and
         the size moved past the ids among them. It runs while ``s.out`` has
         room for every such copy left; anything else (another slot, a miss, a
-        longer pre-token) leaves it for ``_encode_missed``, and it resumes
+        longer pre-token) leaves it for ``encode_missed``, and it resumes
         after. Its state fits in registers because nothing else is live in
         it. Returns how many were in neither of the session's caches, or -1
         when out of memory."""
@@ -1025,26 +796,12 @@ cdef class EncodeKernel:
                 s.out.size = size
                 if k == count:
                     break
-            status = self._encode_missed(s, data + ends[k - 1], ends[k] - ends[k - 1], &keys[k])
+            status = encode_missed(&self.t, s, data + ends[k - 1], ends[k] - ends[k - 1], &keys[k])
             if status < 0:
                 return -1
             missed += status
             k += 1
         return missed
-
-    cdef int _encode_missed(self, Scratch* s, const uint8_t* piece, int64_t n,
-                            const BatchKey* batch_key) noexcept nogil:
-        """The ids of one pre-token ``_encode_batch`` did not find in its home pair:
-        1 when they were in none of the session's caches, 0 when they were (or
-        it is longer than a short key), -1 when out of memory.
-        Single bytes too come here on a miss: their 256 entries stay in L1, and
-        a branch on "one byte or more", a third of pre-tokens at random, cost
-        more in mispredictions than the probe."""
-        cdef ShortKey key
-        if n <= SHORT_KEY_BYTES:
-            batch_key_hashed(&key, batch_key)
-            return self._encode_short(s, piece, n, &key)
-        return -1 if self._encode_piece(s, piece, n, PIECE_ANY) < 0 else 0
 
     cdef int _encode_texts(self, Scratch* s, Py_ssize_t n_texts, const uint8_t** texts,
                            const int64_t* lengths, int pattern, Needles* needles,
@@ -1316,7 +1073,7 @@ cdef class EncodeKernel:
         cdef bytes piece
         try:
             for piece in pieces:
-                if self._encode_piece(scratch, <const uint8_t*>piece, len(piece), PIECE_ANY) < 0:
+                if encode_piece(&self.t, scratch, <const uint8_t*>piece, len(piece), PIECE_ANY) < 0:
                     raise MemoryError()
             return ids_to_array(&scratch.out)
         finally:
@@ -1351,7 +1108,7 @@ cdef class EncodeKernel:
                 for k in range(n):
                     length = offsets[k + 1] - offsets[k]
                     out.size = 0
-                    if merge_piece(&self.rule, &work, &data[offsets[k]], length, <int32_t>k, &out) < 0:
+                    if merge_piece(&self.t.rule, &work, &data[offsets[k]], length, <int32_t>k, &out) < 0:
                         failed = 1
                         break
                     count_view[k] = out.size
