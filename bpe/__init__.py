@@ -48,11 +48,26 @@ if TYPE_CHECKING:
     from bpe.trainer import train, train_from_counts, train_from_iterator
 
 
+#: Names ``bpe`` gave before they moved to where they live: still found, with
+#: a warning that says where.
+_MOVED = {
+    "Chunk": "corpus", "plan_chunks": "corpus", "count_chunks": "corpus", "EncodeSummary": "corpus",
+    "encode_chunks": "corpus", "encode_shards": "corpus", "finalize_shards": "corpus", "plan_shards": "corpus",
+    "TokenizerFileError": "errors", "TokenArrayError": "errors", "CorpusEncodeError": "errors",
+    "CorpusDecodeError": "errors",
+}
+
+
 def __getattr__(name: str):
     import importlib
 
     if name == "corpus":                  # the building blocks, as ``bpe.corpus.plan_chunks``
         return importlib.import_module("bpe.corpus")
+    if name in _MOVED:
+        import warnings
+
+        warnings.warn(f"bpe.{name} is bpe.{_MOVED[name]}.{name}", DeprecationWarning, stacklevel=2)
+        return getattr(importlib.import_module(f"bpe.{_MOVED[name]}"), name)
     if name not in _LAZY:
         raise AttributeError(f"module 'bpe' has no attribute {name!r}")
     value = getattr(importlib.import_module(f"bpe.{_LAZY[name]}"), name)
@@ -61,7 +76,7 @@ def __getattr__(name: str):
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | {"corpus"})
 
 
 #: What a user types. The building blocks of scale-out are ``bpe.corpus``'s;

@@ -34,31 +34,23 @@ from libc.string cimport memcpy, memmove
 
 import numpy as np
 
-from bpe._bytestable cimport (FNV_OFFSET, FNV_PRIME, BytesTable, bytestable_add, bytestable_add_hashed,
-                              bytestable_clear, bytestable_free, bytestable_hash, hash_by_words,
-                              bytestable_init_sized, bytestable_slot, hash_bytes, slot_entry)
-from bpe._caches cimport (OUT_SLACK, PIECE_ANY, Tables, cache_merged, encode_missed, encode_piece, is_new,
-                          short_token)
+from bpe._bytestable cimport (FNV_OFFSET, FNV_PRIME, bytestable_add, bytestable_free, bytestable_init_sized,
+                              bytestable_slot, hash_bytes, slot_entry)
+from bpe._caches cimport OUT_SLACK, PIECE_ANY, Tables, cache_merged, encode_missed, encode_piece, is_new, short_token
 from bpe._checks cimport check_ids, check_offsets
 from bpe._lists cimport PrebuiltInts, ids_list, lists_of_ids
-from bpe._mergerule cimport (Ids, LongMerge, MergeRule, Merging, ids_init, ids_reserve, longmerge_free,
-                             longmerge_init, merge_piece, merging_start, merging_step, mergerule_free)
-from bpe._memory cimport (CAN_SHARE, add_count, empty_written_once, mem_alloc, mem_calloc_huge, mem_free,
-                          next_capacity, prefetch, read_count, reserve_fresh, short_ids)
+from bpe._mergerule cimport (Ids, LongMerge, Merging, ids_init, ids_reserve, longmerge_free, longmerge_init,
+                             merge_piece, merging_start, merging_step, mergerule_free)
+from bpe._memory cimport empty_written_once, mem_alloc, mem_free, next_capacity, prefetch, short_ids
 from bpe._pairranks cimport pairranks_add, pairranks_bytes, pairranks_fill_bytes, pairranks_init, pairranks_prefetch
-from bpe._session cimport (SCAN_BATCH, Bytes, Scratch, Session, bytes_reserve, release_output,
-                           scratch_leave_shared, shared_nearly_full)
+from bpe._session cimport (SCAN_BATCH, Bytes, Scratch, Session, bytes_reserve, release_output, scratch_leave_shared,
+                           shared_nearly_full)
 from bpe._scanner cimport FILL_SLACK, N_PATTERNS, Scanner, check_pattern, read_ahead, scanner_fill, scanner_init
-from bpe._shortcache cimport (INLINE_IDS, SHARED_COUNT_EVERY, SHORT_KEY_BYTES, BatchKey, SharedCount, ShortCache,
-                              ShortEntry, ShortKey, batch_key_hashed, copy_ids, count_ids, pair_holding, run_start,
-                              short_key, short_keys, shortcache_bytes,
-                              shortcache_clear, shortcache_free, shortcache_holds, shortcache_home, shortcache_init,
-                              shortcache_insert, shortcache_insert_run, shortcache_insert_spilled,
-                              shortcache_make_room, shortcache_mark_spilled, shortcache_none, shortcache_place,
-                              shortcache_run, shortcache_slot, shortcache_spilled, shortcache_spilled_era, write_run)
-from bpe._sharedgeneral cimport (SharedGeneral, sharedgeneral_clear, sharedgeneral_find, sharedgeneral_free,
-                                  sharedgeneral_init, sharedgeneral_store)
-from bpe._shortfilter cimport ShortFilter, shortfilter_add, shortfilter_free, shortfilter_init, shortfilter_may_hold
+from bpe._shortcache cimport (SHORT_KEY_BYTES, BatchKey, ShortEntry, ShortKey, batch_key_hashed, copy_ids,
+                              pair_holding, short_key, short_keys, shortcache_free, shortcache_holds,
+                              shortcache_home, shortcache_init, shortcache_insert, shortcache_make_room,
+                              shortcache_slot)
+from bpe._shortfilter cimport shortfilter_add, shortfilter_free, shortfilter_init, shortfilter_may_hold
 from bpe._specials cimport Needles, needles_borrow, needles_free, needles_point_at, needles_restart, next_special
 from bpe._types cimport offset_t, out_id_t, pack_pair, pair_left, pair_right, pair_t, token_t
 from bpe._utf8 cimport utf8_bound, write_utf8

@@ -15,7 +15,7 @@
 #   one's pair lookups are on their way while the others merge
 #   (``EncodeKernel._merge_fresh``);
 # * longer, a linked list of parts and a min-heap of ``(rank, position)`` with
-#   lazy invalidation (``merge_long``), so even a 1 MB pre-token takes
+#   lazy invalidation (``merge_piece``), so even a 1 MB pre-token takes
 #   O(n log n), never O(n^2). Its work arrays (``LongMerge``) belong to the
 #   caller: one per session, so threads never share them.
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t

@@ -4,8 +4,8 @@
 # A session is kept from call to call (``bpe.encoder.Encoder`` pools them), so
 # its caches stay warm; it is never used by two calls at once, so one
 # ``EncodeKernel`` serves threads that encode at the same time. What the
-# caches hold, and how the kernel looks them up and fills them, is the
-# kernel's (``bpe/_encode.pyx``); their tables are ``bpe/_shortcache.pxd``,
+# caches hold, and how they are looked up and filled, is
+# ``bpe/_caches.pxd``'s; their tables are ``bpe/_shortcache.pxd``,
 # ``bpe/_bytestable.pxd`` and ``bpe/_sharedgeneral.pxd``.
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 

@@ -288,11 +288,6 @@ cdef class Session:
         return self.scratch.short.n_entries + self.scratch.cache.n_entries
 
     @property
-    def short_cache_sizes(self):
-        """The slots its own short cache starts with and may grow to."""
-        return self.scratch.short_slots, self.scratch.short_max_slots
-
-    @property
     def short_cache_slots(self):
         """The slots of the short cache now (it grows: see ``bpe/_shortcache.pxd``;
         0 before its first use)."""

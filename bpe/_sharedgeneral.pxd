@@ -30,7 +30,7 @@
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libc.string cimport memcmp, memcpy, memset
 
-from bpe._memory cimport add_count, load_acquire, mem_calloc_huge, mem_free, read_count, swap_if
+from bpe._memory cimport add_count, load_acquire, mem_calloc_huge, mem_free, swap_if
 from bpe._types cimport out_id_t
 
 

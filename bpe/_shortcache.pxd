@@ -58,7 +58,7 @@
 # with gpt2, two workers' caches ended with 564 986 pieces between them, one
 # worker's with 366 112), and two workers fell short of two independent
 # processes by about what those merges cost. So they share one table (in an
-# ``_encode.SharedCache``), made at a session's largest size and never grown
+# ``_session.SharedCache``), made at a session's largest size and never grown
 # or cleared while shared. A slot is taken with a compare-and-swap of its
 # empty second word to CLAIMED, which no key has; the first word and the ids
 # are written, then the second word is stored with release. Every probe

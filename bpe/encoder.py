@@ -65,6 +65,11 @@ class EncoderOptions:
 
     def __post_init__(self):
         check_slots(self.short_cache_slots, self.short_cache_max_slots)
+        misses, l2 = self.group_after_misses, self.l2_cache_bytes
+        if misses is not None and (type(misses) is not int or misses < -1):
+            raise ValueError(f"group_after_misses must be an int >= -1 or None, not {misses!r}")
+        if l2 is not None and (type(l2) is not int or l2 < 0):
+            raise ValueError(f"l2_cache_bytes must be an int >= 0 or None, not {l2!r}")
         if type(self.merged_ids_by_offset) is not bool:
             raise ValueError(f"merged_ids_by_offset must be a bool, not {self.merged_ids_by_offset!r}")
 
@@ -127,11 +132,12 @@ class Encoder:
 
     def __getstate__(self):
         return {"arrays": self._arrays, "pattern": self.pattern, "special_tokens": self.special_tokens,
-                "source": self.source, "pipeline": self.pipeline, "keep_unmatched": self.keep_unmatched}
+                "source": self.source, "pipeline": self.pipeline, "keep_unmatched": self.keep_unmatched,
+                "options": self.options}
 
     def __setstate__(self, state):
         self.__init__(state["arrays"], state["pattern"], state["special_tokens"], state.get("source"),
-                      state.get("pipeline"), state.get("keep_unmatched", True))
+                      state.get("pipeline"), state.get("keep_unmatched", True), state.get("options"))
 
     def split_ranked(self, token_data: np.ndarray, token_offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Each token k of ``token_data`` (``flatten``'s arrays; at least 2 bytes)

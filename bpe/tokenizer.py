@@ -796,14 +796,14 @@ class Tokenizer:
                 f"special_tokens={len(self.special_tokens)}, pattern={self.pattern!r}, rule={rule!r})")
 
 
-_ENCODERS: dict = {}          # fingerprint -> Encoder, the few this process unpickled last
+_ENCODERS: dict = {}          # (fingerprint, options) -> Encoder, the few this process unpickled last
 _ENCODERS_KEPT = 4
 _encoders_lock = threading.Lock()
 
 
 def _shared_encoder(fingerprint: Optional[str], encoder_state: dict) -> Encoder:
-    """The encoder this process already built for that fingerprint, or one built
-    now from ``encoder_state`` (what ``Encoder.__getstate__`` gives)."""
+    """The encoder this process already built for that fingerprint and options,
+    or one built now from ``encoder_state`` (what ``Encoder.__getstate__`` gives)."""
     def build() -> Encoder:
         encoder = Encoder.__new__(Encoder)
         encoder.__setstate__(encoder_state)
@@ -811,9 +811,10 @@ def _shared_encoder(fingerprint: Optional[str], encoder_state: dict) -> Encoder:
 
     if fingerprint is None:
         return build()
+    key = (fingerprint, encoder_state.get("options"))
     with _encoders_lock:
-        known = _ENCODERS.pop(fingerprint, None) or build()
-        _ENCODERS[fingerprint] = known                  # most recent last
+        known = _ENCODERS.pop(key, None) or build()
+        _ENCODERS[key] = known                          # most recent last
         while len(_ENCODERS) > _ENCODERS_KEPT:
             _ENCODERS.pop(next(iter(_ENCODERS)))
         return known

@@ -1,5 +1,5 @@
-/* The ASCII-run and id-lane helpers of the kernels (bpe/_utf8.h,
- * bpe/_shortcache.h) against their portable twins, for
+/* The ASCII-run and id-lane helpers of the kernels (bpe/csrc/utf8.h,
+ * bpe/csrc/shortcache.h) against their portable twins, for
  * tests/test_emulated_cpus.py: compiled for aarch64 and run under
  * qemu-aarch64 it drives the NEON paths, natively the SSE2 ones. Every length
  * up to several blocks, at every alignment, with a unit that is not ASCII at

@@ -1,6 +1,6 @@
 """The modules of ``bpe`` import one way: down the order of docs/architecture.md.
 
-A module may import (or cimport) only modules listed after it in ``LAYERS``,
+A module may import (or cimport) only modules listed after it in ``FLOORS``,
 so there is no cycle and no hidden set-up order. A new module must be placed
 here and in the map, or this test fails.
 """
@@ -21,7 +21,8 @@ DOCS = os.path.join(PACKAGE, os.pardir, "docs", "architecture.md")
 #: at the top of docs/architecture.md is drawn from this table
 #: (``python tests/test_architecture.py`` prints it).
 FLOORS = [
-    ("front doors", ["__main__", "cli", "distributed", "__init__", "_testing"]),
+    ("front doors", ["__main__", "cli", "distributed", "__init__"]),
+    ("test hooks", ["_testing"]),
     ("tiktoken's module", ["tiktoken", "tiktoken.model", "tiktoken.registry", "tiktoken.openai_public",
                            "tiktoken.load", "tiktoken.core"]),
     ("training", ["trainer"]),
@@ -37,7 +38,7 @@ FLOORS = [
     ("rules, tools", ["specials", "patterns", "onig", "files", "flat", "workers", "progress", "errors"]),
     ("kernels", ["_train", "_rankfile", "_jsonl", "_decode", "_encode", "_caches", "_session", "_lists", "_scanner",
                  "unicode"]),
-    ("kernel headers", ["_mergerule", "_shortcache", "_sharedgeneral", "_shortfilter", "_bytestable",
+    ("kernel parts", ["_mergerule", "_shortcache", "_sharedgeneral", "_shortfilter", "_bytestable",
                         "_pairranks", "_pairmap", "_specials", "_utf8", "_checks", "_types", "_memory"]),
 ]
 LAYERS = [module for _, floor in FLOORS for module in floor]
@@ -50,7 +51,7 @@ def diagram(width: int = 88) -> str:
     lines = []
     for label, floor in FLOORS:
         if label == "kernels":
-            lines.append(" Python above, Cython below ".center(width, "─"))
+            lines.append(" below: the kernels, and the tables they load ".center(width, "─"))
         names = [module.split(".")[-1] if "." in module else module + ("/" if module in SUBPACKAGES else "")
                  for module in floor]
         line = f"{label:<20}"
@@ -135,7 +136,7 @@ def imports_of(path: str) -> set[str]:
 
 
 def test_every_module_has_a_place():
-    assert modules() == set(LAYERS), "place new modules in LAYERS and in docs/architecture.md"
+    assert modules() == set(LAYERS), "place new modules in FLOORS and in docs/architecture.md"
 
 
 def test_imports_go_down_the_layers():
@@ -165,6 +166,35 @@ def test_the_map_s_picture_is_drawn_from_the_layers():
     drawn = re.search(r"^```\n(.*?)\n```", text, re.MULTILINE | re.DOTALL)
     assert drawn and drawn.group(1) == diagram(), \
         "docs/architecture.md's picture is not the layers': paste `python tests/test_architecture.py`"
+
+
+def test_every_subpackage_is_packaged_and_every_kernel_built_with_a_stub():
+    import tomllib
+
+    root = os.path.join(PACKAGE, os.pardir)
+    with open(os.path.join(root, "pyproject.toml"), "rb") as file:
+        packages = tomllib.load(file)["tool"]["setuptools"]["packages"]
+    assert sorted(packages) == sorted(["bpe", *(f"bpe.{name}" for name in SUBPACKAGES)])
+    kernels = {name[:-len(".pyx")] for name in os.listdir(PACKAGE) if name.endswith(".pyx")}
+    built = re.search(r"for name in \(([^)]*)\)", open(os.path.join(root, "setup.py"), encoding="utf-8").read())
+    assert set(re.findall(r'"(\w+)"', built.group(1))) == kernels
+    assert {name for name in kernels if not os.path.exists(os.path.join(PACKAGE, name + ".pyi"))} == set()
+
+
+def test_names_that_moved_are_found_where_they_were_with_a_warning():
+    import warnings
+
+    import bpe.corpus
+    import bpe.errors
+
+    for name, home in (("plan_chunks", bpe.corpus), ("encode_shards", bpe.corpus),
+                       ("TokenizerFileError", bpe.errors), ("TokenArrayError", bpe.errors)):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert getattr(bpe, name) is getattr(home, name)
+        assert [str(w.message) for w in caught] == [f"bpe.{name} is {home.__name__}.{name}"]
+        assert name not in bpe.__all__
+    assert "corpus" in dir(bpe) and set(bpe.corpus.__all__) <= set(dir(bpe.corpus))
 
 
 def test_the_check_sees_imports():

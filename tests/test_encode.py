@@ -14,6 +14,7 @@ import bpe
 import bpe.encoder
 from bpe import pure
 from bpe._session import Session
+from bpe._testing import tuned
 from bpe.encoder import Encoder, EncoderOptions
 from bpe.flat import flatten
 
@@ -738,6 +739,19 @@ def test_an_encoder_s_options_name_a_bad_setting():
             EncoderOptions(short_cache_slots=sizes[0], short_cache_max_slots=sizes[1])
     with pytest.raises(ValueError, match="merged_ids_by_offset must be a bool"):
         EncoderOptions(merged_ids_by_offset=1)
+
+
+def test_an_encoder_s_options_travel_with_its_pickle():
+    # A tokenizer unpickled in a worker encodes as it did where it was made:
+    # with its encoder's options, not the defaults (nor those of another
+    # encoder of the same vocabulary the worker unpickled before).
+    plain = bpe.load("gpt2")
+    tok = tuned(plain, group_after_misses=0, short_cache_slots=16, short_cache_max_slots=64)
+    assert tok.encoder.options != plain.encoder.options
+    first, second = pickle.loads(pickle.dumps(plain)), pickle.loads(pickle.dumps(tok))
+    assert first.encoder.options == plain.encoder.options and second.encoder.options == tok.encoder.options
+    assert second.encoder._kernel.merges_side_by_side
+    assert second.encode("hello  world") == plain.encode("hello  world")
 
 
 def test_a_kernel_merges_side_by_side_unless_its_pair_table_fits_in_l2():

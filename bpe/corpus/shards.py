@@ -118,7 +118,7 @@ def write_plan(tokenizer, shards: list[Shard], directory: str, settings: Optiona
 def is_current(directory: str, name: str, tokenizer_fingerprint: str, fingerprint: str,
                settings: Optional[dict] = None) -> bool:
     """Whether shard ``name`` is complete and was written for these ranges by this
-    tokenizer, with these ``settings`` (``encode_file.encoding_settings``: the
+    tokenizer, with these ``settings`` (``driver.encoding_settings``: the
     dtype, the special tokens recognised, the error policy), if given."""
     path = os.path.join(directory, name)
     try:
