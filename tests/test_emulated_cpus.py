@@ -11,11 +11,13 @@ choice and the absence of instructions the CPU lacks are what is tested:
 * ``tests/classify_check.c`` and ``tests/lanes_check.c``, cross-compiled for
   aarch64 and run under ``qemu-aarch64``, check the NEON classifier and the
   NEON helpers (ASCII runs, id lanes) against the portable ones, and natively
-  the SSE2 ones (the package itself is not run on arm64 here: docs/usage.md
-  says what is not).
+  the SSE2 ones;
+* the package itself, built for aarch64 by ``.ci/arm64`` (Debian's arm64
+  Python, the registries' aarch64 wheels), runs ``tests/cpu_check.py`` under
+  ``qemu-aarch64`` with the NEON path (``BPE_ARM64_PYTHON``).
 
-``.ci/run`` installs qemu-user and gcc-aarch64-linux-gnu; without them these
-tests are skipped, saying so.
+``.ci/run`` installs qemu-user and gcc-aarch64-linux-gnu and runs
+``.ci/arm64``; without them these tests are skipped, saying so.
 """
 import os
 import platform
@@ -35,6 +37,19 @@ def test_exact_on_an_emulated_cpu_with_its_default_path(cpu, path):
     out = subprocess.run(["qemu-x86_64", "-cpu", cpu, sys.executable, os.path.join(TESTS, "cpu_check.py"), path],
                          capture_output=True, text=True, timeout=1800)
     assert out.returncode == 0 and out.stdout.split() == ["ok", path], (out.stdout[-2000:], out.stderr[-3000:])
+
+
+@pytest.mark.skipif(not os.environ.get("BPE_ARM64_PYTHON"),
+                    reason="needs BPE_ARM64_PYTHON, an emulated aarch64 Python with bpe built for it (.ci/arm64)")
+def test_exact_on_emulated_arm64_with_its_default_path(tmp_path):
+    python = os.environ["BPE_ARM64_PYTHON"]
+    where = subprocess.run([python, "-c", "import bpe, platform; print(platform.machine(), bpe.__file__)"],
+                           capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    machine, package = where.stdout.split()
+    assert machine == "aarch64" and not package.startswith(os.path.dirname(TESTS)), where.stderr[-2000:]
+    out = subprocess.run([python, os.path.join(TESTS, "cpu_check.py"), "neon"],
+                         capture_output=True, text=True, timeout=1800, cwd=tmp_path)
+    assert out.returncode == 0 and out.stdout.split() == ["ok", "neon"], (out.stdout[-2000:], out.stderr[-3000:])
 
 
 def compile_and_run(tmp_path, compiler: list, runner: list, source: str = "classify_check.c") -> list[str]:
