@@ -5,7 +5,9 @@ memory-mapped token arrays (``driver``, with ``chunk_writer`` and
 (``token_array``, ``dataset``).
 
 The building blocks of scale-out (``bpe.distributed`` runs them on Ray) are
-named here; what a user types is in ``bpe`` itself.
+named here; what a user types is in ``bpe`` itself, which also gives six of
+these (``count_pretokens``, ``PretokenCounts``, ``TokenDataset``,
+``open_tokens``, ``read_metadata``, ``read_document_index``): the same objects.
 """
 import importlib as _importlib
 from typing import TYPE_CHECKING
