@@ -254,10 +254,10 @@ cdef class EncodeKernel:
         ``ranked_ids[k]``; a pair listed twice keeps its first rank), and only
         listed pairs merge.
     whole_tokens : bool
-        With ``merge_pairs``, whether a pre-token that is itself a token maps
-        straight to it (``ignore_merges``). If not, only the tokens that the
-        merges make of their own bytes do, which is what merging would give.
-        (tiktoken's rule always maps them.)
+        Whether a pre-token that is itself a token maps straight to it
+        (tiktoken's rule; Hugging Face's ``ignore_merges``). If not, only the
+        tokens that the merges make of their own bytes do, which is what
+        merging would give (Hugging Face's rule otherwise; SentencePiece's).
 
     The rest choose among paths that give the same ids (``bpe.encoder.EncoderOptions``
     holds an encoder's; tests force each path):
@@ -354,6 +354,17 @@ cdef class EncodeKernel:
                                          token_data.shape[0] - start) < 0:
                     raise MemoryError()
             pairranks_fill_bytes(&self.t.rule.pairs, self.t.rule.byte_ids)
+            if not whole_tokens:
+                # SentencePiece's rule: a pre-token is merged even when it is a
+                # token. The tables the splits were found in are made again
+                # with only the tokens that merging makes of their own bytes.
+                kept = self._merged_to_themselves(token_data, token_offsets, token_ids)
+                bytestable_free(&self.t.tokens)
+                shortcache_free(&self.t.short_tokens)
+                shortfilter_free(&self.t.short_token_filter)
+                if bytestable_init_sized(&self.t.tokens, n_tokens, token_data.shape[0]) < 0:
+                    raise MemoryError()
+                self._add_whole_tokens(token_data, token_offsets, token_ids, kept)
         # Merging a cold batch's new pre-tokens side by side (``_merge_fresh``)
         # lets one's pair lookups wait while the others merge, and costs a
         # mispredicted branch or two a step: the step before was another

@@ -50,7 +50,7 @@ reaches the end. In o200k, ``P?U*W+`` backtracks: U* gives characters back until
 W+ can start, and the optional P is dropped if nothing matches with it.
 """
 from libc.stdint cimport INT64_MAX, int64_t, intptr_t, uint8_t, uint32_t, uint64_t, uintptr_t
-from libc.string cimport memcpy, memset
+from libc.string cimport memchr, memcpy, memset
 
 from bpe._bytestable cimport (OVERFLOW, BytesTable, bytestable_add, bytestable_free, bytestable_init,
                               hash_bytes)
@@ -91,7 +91,8 @@ cdef enum:
     SYMBOL = 64      # [\p{P}\p{S}]
 
 PATTERN_IDS = {"gpt2": PATTERN_GPT2, "cl100k": PATTERN_CL100K, "o200k": PATTERN_O200K,
-               "llama3": PATTERN_LLAMA3, "qwen2": PATTERN_QWEN2, "deepseek_v3": PATTERN_DEEPSEEK_V3}
+               "llama3": PATTERN_LLAMA3, "qwen2": PATTERN_QWEN2, "deepseek_v3": PATTERN_DEEPSEEK_V3,
+               "metaspace": PATTERN_METASPACE}
 
 # The tables, owned by numpy arrays kept alive in _tables; built on first use,
 # for the ASCII code points only until text that is not ASCII is scanned
@@ -555,8 +556,28 @@ cdef Py_ssize_t next_deepseek_v3(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) n
     return k
 
 
+cdef Py_ssize_t next_metaspace(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
+    """metaspace: ``▁+[^▁]*|[^▁]+``, a run of U+2581 (E2 96 81) and what
+    follows up to the next one. No class table: a search for its first byte."""
+    cdef Py_ssize_t k = i
+    cdef const uint8_t* found
+    while k + 3 <= n and s[k] == 0xE2 and s[k + 1] == 0x96 and s[k + 2] == 0x81:
+        k += 3
+    while k < n:
+        found = <const uint8_t*>memchr(s + k, 0xE2, <size_t>(n - k))
+        if found == NULL:
+            return n
+        k = found - s
+        if k > i and k + 3 <= n and s[k + 1] == 0x96 and s[k + 2] == 0x81:
+            return k
+        k += 1
+    return n
+
+
 cdef Py_ssize_t next_pretoken(int pattern, const uint8_t* s, Py_ssize_t i,
                               Py_ssize_t n) noexcept nogil:
+    if pattern == PATTERN_METASPACE:
+        return next_metaspace(s, i, n)
     if pattern == PATTERN_GPT2:
         return next_gpt2(s, i, n)
     if pattern == PATTERN_CL100K:
@@ -574,7 +595,7 @@ cdef void scanner_init(Scanner* sc, int pattern, const uint8_t* s, Py_ssize_t n)
     sc.s = s
     sc.n = n
     sc.pattern = pattern
-    sc.classify = CLASSIFY_GPT2 if pattern == PATTERN_GPT2 else CLASSIFY
+    sc.classify = CLASSIFY_GPT2 if pattern == PATTERN_GPT2 else (NULL if pattern == PATTERN_METASPACE else CLASSIFY)
     sc.spread = SPREAD
     sc.window = -64             # no window of starts
     sc.starts = 0

@@ -74,9 +74,16 @@ DEEPSEEK_V3_PATTERN = "|".join([
     rf"(?:[^\s\p{{L}}\p{{M}}\p{{P}}\p{{S}}\p{{N}}{_CJK}](?!{_NOT}[\p{{L}}\p{{M}}]))+",
 ])
 
+#: SentencePiece's words (``bpe.sentencepiece``): a run of "▁" (U+2581, which
+#: stands for a space there) and what follows it up to the next one.
+METASPACE_PATTERN = "\u2581+[^\u2581]*|[^\u2581]+"
+
 #: The built-in patterns by name; tiktoken's encoding names are aliases.
 PATTERNS = {"gpt2": GPT2_PATTERN, "cl100k": CL100K_PATTERN, "o200k": O200K_PATTERN,
-            "llama3": LLAMA3_PATTERN, "qwen2": QWEN2_PATTERN, "deepseek_v3": DEEPSEEK_V3_PATTERN}
+            "llama3": LLAMA3_PATTERN, "qwen2": QWEN2_PATTERN, "deepseek_v3": DEEPSEEK_V3_PATTERN,
+            "metaspace": METASPACE_PATTERN}
+#: The patterns ``is_safe_cut``'s shapes hold for (metaspace cuts only before "▁").
+SAFE_CUT_PATTERNS = ("gpt2", "cl100k", "o200k", "llama3", "qwen2", "deepseek_v3")
 #: tiktoken's own spelling of GPT-2's pattern (possessive, for its regex engine's
 #: speed): it matches exactly what GPT2_PATTERN matches, so it is the same built-in.
 TIKTOKEN_GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
@@ -261,7 +268,7 @@ def is_safe_cut(text, position: int, pattern: Optional[str]) -> bool:
     ``pattern=None`` have no safe cut except at special tokens.
     ``tests/test_chunking.py`` checks the claim against ``regex`` on random text.
     """
-    if canonical_pattern(pattern) not in PATTERNS:
+    if canonical_pattern(pattern) not in SAFE_CUT_PATTERNS:
         return False
     return _safe_cuts(type(text), False).match(text, position) is not None
 
@@ -272,7 +279,7 @@ def find_safe_cut(text, pattern: Optional[str], start: int = 0, last: bool = Fal
     A cut needs one character of context on its right, so the last position
     of ``text`` never qualifies.
     """
-    if canonical_pattern(pattern) not in PATTERNS:
+    if canonical_pattern(pattern) not in SAFE_CUT_PATTERNS:
         return -1
     match = _safe_cuts(type(text), last).search(text, start)
     return -1 if match is None else match.start()
