@@ -21,12 +21,14 @@ from bpe.formats.common import FILE_NAME, HF_FILE_NAME, TokenizerData, read_json
 from bpe.formats.gpt2 import read_gpt2_files, write_gpt2_files
 from bpe.formats.own import read_own, write_own
 from bpe.formats.rankfile import read_tiktoken_table, write_tiktoken
+from bpe.formats.sentencepiece import looks_like_sentencepiece
 from bpe.formats.tekken import looks_like_tekken, read_tekken
 from bpe.huggingface.tokenizer_json import huggingface_path
 from bpe.patterns import (canonical_pattern, compile_pattern, find_safe_cut, native_pattern_id,
                           regex_pretokens)
 from bpe.pretrained import (ALIASES, FINGERPRINTS, MODEL_TO_ENCODING, PRETRAINED, encoding_name_for_model,
                             pretrained_table)
+from bpe.sentencepiece import from_sentencepiece
 from bpe.specials import refuse_disallowed, special_policy, special_spans
 from bpe.vocabulary import Merges, Ranks, Rule, Vocabulary, merge_pairs, ranks_from_merges, rule_records
 from bpe.workers import map_on_threads
@@ -832,6 +834,11 @@ def _load_pretrained(name: str) -> Tokenizer:
 MODEL_FILES = (FILE_NAME, HF_FILE_NAME, "tekken.json", ("vocab.json", "merges.txt"), ("encoder.json", "vocab.bpe"))
 
 
+def _is_sentencepiece(path: str) -> bool:
+    with open(path, "rb") as file:
+        return looks_like_sentencepiece(file.read(16))
+
+
 def load(name_or_path) -> Tokenizer:
     """Load a vocabulary shipped in the package by name, offline (every encoding
     tiktoken knows: "gpt2" or "r50k_base", "p50k_base", "p50k_edit",
@@ -839,7 +846,8 @@ def load(name_or_path) -> Tokenizer:
     ``encoding_for_model`` maps it: "gpt-4o"), or a tokenizer from a file or
     a model's directory: bpe's own (``Tokenizer.save``), a Hugging Face
     ``tokenizer.json``, a Mistral ``tekken.json``, GPT-2's ``vocab.json`` with
-    ``merges.txt`` (or ``encoder.json`` with ``vocab.bpe``). The tokenizer's
+    ``merges.txt`` (or ``encoder.json`` with ``vocab.bpe``), a SentencePiece BPE
+    ``tokenizer.model`` (a ``bpe.sentencepiece.SentencePieceTokenizer``). The tokenizer's
     ``source`` says which file it read. A tiktoken rank file holds no pattern:
     read it with ``Tokenizer.from_tiktoken(path, pattern=...)``."""
     if isinstance(name_or_path, str) and (name_or_path in PRETRAINED or name_or_path in ALIASES):
@@ -852,6 +860,9 @@ def load(name_or_path) -> Tokenizer:
                     return Tokenizer.from_files(*(os.path.join(path, name) for name in names))
             elif os.path.exists(os.path.join(path, names)):
                 return load(os.path.join(path, names))
+        model = os.path.join(path, "tokenizer.model")
+        if os.path.isfile(model) and _is_sentencepiece(model):
+            return load(model)
         rank_files = sorted(name for name in os.listdir(path) if name.endswith((".tiktoken", ".model")))
         hint = (f"; {rank_files[0]} may be a tiktoken rank file: read it with "
                 "bpe.Tokenizer.from_tiktoken(path, pattern=..., special_tokens=...)") if rank_files else ""
@@ -862,6 +873,8 @@ def load(name_or_path) -> Tokenizer:
         if looks_like_tekken(document):
             return Tokenizer.from_tekken(path, document)
         return Tokenizer.from_huggingface(path)
+    if os.path.isfile(path) and _is_sentencepiece(path):      # tokenizer.model, or Mistral's .model.v3
+        return from_sentencepiece(path)
     if path.endswith((".tiktoken", ".tiktoken.gz", ".model")) and os.path.exists(path):
         raise ValueError(f"{path}: a tiktoken rank file (or a SentencePiece model) holds no pattern: read it with "
                          "bpe.Tokenizer.from_tiktoken(path, pattern=..., special_tokens=...)")

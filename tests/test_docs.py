@@ -64,12 +64,16 @@ def sandbox(tmp_path_factory):
     shutil.copy(here / "path/to/model-dir/tokenizer.json", here / "tokenizer.json")
     gpt2.to_tiktoken(here / "tokenizer.model")
     shutil.copy(member("mistral-common==1.13.1", "mistral_common/data/tekken_240718.json"), here / "tekken.json")
+    (here / "mistral-7b").mkdir()
+    shutil.copy(member("mistral-common==1.13.1", "mistral_common/data/tokenizer.model.v1"),
+                here / "mistral-7b" / "tokenizer.model")
     return here
 
 
 def given_names() -> dict:
     """Values for the names the examples leave to the reader."""
     return {"texts": ["Hello world", "naïve café 日本語"], "text": "Some text, to encode.",
+            "documents": ["A document.", "Another, longer one."],
             "other_counts": bpe.PretokenCounts.from_mapping({"hello": 2, " world": 1}),
             "paths": ["corpus.txt", "part1.txt"], "k": 0, "n": 1, "r": 0, "w": 1,
             "LLAMA3_PATTERN": bpe.PATTERNS["llama3"]}

@@ -1,0 +1,317 @@
+"""SentencePiece BPE (Llama 2, Mistral 7B, ...) encoded exactly, by the kernel.
+
+SentencePiece merges over characters, not bytes: the text's spaces become
+``▁`` (with one more in front), each character is a symbol (a user-defined
+piece matched in the text is one, and never merges), and then the adjacent
+pair whose joined text is a piece of highest score merges, the leftmost among
+equals, until none can. A character no piece covers becomes its UTF-8 bytes'
+``<0xNN>`` pieces (``byte_fallback``) or the unknown piece.
+
+That is tiktoken's rule over a ranked vocabulary, with ranks by score, once
+characters are tokens: so each multi-byte character is made from its bytes by
+merges ranked before every real one (a proper prefix of a character is a
+token of its own here, numbered past the model's pieces), and a piece of
+several characters has the rank of its score. A pre-token is merged even when
+it is a token (SentencePiece has no such shortcut), and no merge crosses a
+``▁`` that follows another character where no piece holds one so: there the
+text is cut into pre-tokens. The kernel does all the merging; ids are the
+model's own, except for the rare character that is no piece but shares its
+first bytes with one, whose partial token is turned back into its bytes' ids.
+
+Ties: pieces of equal score merge leftmost first, which ranks cannot say in
+general. The models in use tie only runs of one character (``▁▁`` to
+``▁`` * 16, all at -1e9), and for a run ranking the longer first gives the
+leftmost-first result; any other tie is refused.
+"""
+from __future__ import annotations
+
+import codecs
+import math
+import os
+import re
+from typing import Iterable, Optional, Sequence
+
+import numpy as np
+
+from bpe.encoder import Encoder
+from bpe.errors import TokenizerFileError
+from bpe.flat import flatten
+from bpe.formats.sentencepiece import (BYTE, CONTROL, MODEL_TYPES, NORMAL, TYPE_NAMES, UNKNOWN, UNUSED,
+                                       USER_DEFINED, SentencePieceFile, read_sentencepiece)
+
+SPACE = "\u2581"                     # ▁, which stands for a space in pieces
+_SPACE_RUNS = re.compile(" {2,}")
+
+
+class SentencePieceTokenizer:
+    """A SentencePiece BPE model: ``encode`` gives ``SentencePieceProcessor.encode``'s
+    ids, ``decode`` its text."""
+
+    def __init__(self, model: SentencePieceFile, source: Optional[str] = None):
+        self.source = source
+        where = source or "the model"
+
+        def refuse(field: str, why: str) -> TokenizerFileError:
+            return TokenizerFileError(f"{where}: {field}: {why}")
+
+        if model.model_type != 2:
+            kind = MODEL_TYPES.get(model.model_type, str(model.model_type))
+            raise refuse("trainer_spec.model_type", f"{kind}; bpe reads SentencePiece's BPE models only")
+        for field, spec in (("normalizer_spec", model.normalizer), ("denormalizer_spec", model.denormalizer)):
+            if spec.precompiled_charsmap:
+                raise refuse(f"{field}.name", f"{spec.name!r} normalizes with a character map, which bpe "
+                                              "does not apply; only 'identity' is read")
+        if model.treat_whitespace_as_suffix:
+            raise refuse("trainer_spec.treat_whitespace_as_suffix", "true; bpe reads prefix ▁ models only")
+        self.add_dummy_prefix = model.normalizer.add_dummy_prefix
+        self.remove_extra_whitespaces = model.normalizer.remove_extra_whitespaces
+        self.escape_whitespaces = model.normalizer.escape_whitespaces
+        pieces = model.pieces
+        self.n_vocab = len(pieces)
+        self.bos_id, self.eos_id, self.pad_id = model.bos_id, model.eos_id, model.pad_id
+        self.byte_fallback = model.byte_fallback
+        self.unk_surface = model.unk_surface
+        seen: dict[str, int] = {}
+        unk_ids = []
+        for index, piece in enumerate(pieces):
+            if piece.type not in TYPE_NAMES:
+                raise refuse(f"pieces[{index}].type", f"{piece.type}, which sentencepiece does not define")
+            if piece.type == UNUSED:
+                raise refuse(f"pieces[{index}]", f"{piece.text!r} is an unused piece, which bpe does not read")
+            if not piece.text:
+                raise refuse(f"pieces[{index}]", "an empty piece")
+            if piece.text in seen:
+                raise refuse(f"pieces[{index}]", f"{piece.text!r} is also piece {seen[piece.text]}")
+            seen[piece.text] = index
+            if piece.type == UNKNOWN:
+                unk_ids.append(index)
+        if len(unk_ids) != 1:
+            raise refuse("pieces", f"{len(unk_ids)} unknown pieces; sentencepiece needs exactly one")
+        self.unk_id = unk_ids[0]
+        if self.unk_id != model.unk_id:
+            raise refuse("trainer_spec.unk_id", f"{model.unk_id}, but the unknown piece is {self.unk_id}")
+        self.user_defined = {p.text: i for i, p in enumerate(pieces) if p.type == USER_DEFINED}
+        self._user_defined_names = list(self.user_defined)
+        self._build(pieces, refuse)
+
+    # -- the kernel's vocabulary ------------------------------------------------
+
+    def _build(self, pieces, refuse) -> None:
+        n = len(pieces)
+        ids: dict[bytes, int] = {}            # every token of the kernel: its bytes -> id
+        byte_piece = [-1] * 256
+        for index, piece in enumerate(pieces):
+            if piece.type == BYTE:
+                match = re.fullmatch(r"<0x([0-9A-F]{2})>", piece.text)
+                if match is None:
+                    raise refuse(f"pieces[{index}]", f"{piece.text!r} is a byte piece not named <0xNN>")
+                byte_piece[int(match.group(1), 16)] = index
+        if self.byte_fallback and min(byte_piece) < 0:
+            raise refuse("pieces", f"byte_fallback is on, but no piece is <0x{byte_piece.index(-1):02X}>")
+        normal = [(index, piece) for index, piece in enumerate(pieces) if piece.type == NORMAL]
+        for index, piece in normal:
+            ids[piece.text.encode("utf-8")] = index
+        # Each byte's token: its character's piece (ASCII), else its <0xNN>
+        # piece; else (no byte fallback) a token of its own past the pieces.
+        extra = n
+        fallback = {}                        # a token past the pieces -> the ids it stands for
+        byte_ids = np.empty(256, dtype=np.int32)
+        for b in range(256):
+            token = bytes([b])
+            if token not in ids:
+                if byte_piece[b] >= 0 and self.byte_fallback:
+                    ids[token] = byte_piece[b]
+                else:
+                    ids[token] = extra
+                    fallback[extra] = [byte_piece[b]] if self.byte_fallback else [self.unk_id]
+                    extra += 1
+            byte_ids[b] = ids[token]
+        # Every character of a piece, made from its bytes: its proper prefixes
+        # are tokens, and the character is one even where it is no piece itself.
+        characters = sorted({c for _, piece in normal for c in piece.text if ord(c) >= 0x80},
+                            key=lambda c: len(c.encode("utf-8")))
+        made = []
+        for c in characters:
+            raw = c.encode("utf-8")
+            for length in range(2, len(raw) + 1):
+                part = raw[:length]
+                if part not in ids:
+                    ids[part] = extra
+                    fallback[extra] = [byte_piece[b] if self.byte_fallback else self.unk_id for b in part]
+                    extra += 1
+                made.append(part)
+        made = sorted(set(made), key=len)
+        # Pieces of several characters, ranked by score (highest first).
+        merged = [(_score_key(piece.score), index, piece.text) for index, piece in normal if len(piece.text) > 1]
+        merged.sort(key=lambda item: item[0], reverse=True)
+        ranked_pieces = []
+        start = 0
+        while start < len(merged):
+            stop = start
+            while stop < len(merged) and merged[stop][0] == merged[start][0]:
+                stop += 1
+            group = merged[start:stop]
+            if len(group) > 1:
+                if not all(len(set(text)) == 1 for _, _, text in group) or len({text[0] for _, _, text in group}) != 1:
+                    a, b = group[0], group[1]
+                    raise refuse(f"pieces[{b[1]}]", f"{b[2]!r} has the score of piece {a[1]} ({a[2]!r}), "
+                                                    f"{a[0][0]}; bpe ranks equal scores only among runs of "
+                                                    "one character")
+                group.sort(key=lambda item: -len(item[2]))
+            ranked_pieces.extend(index for _, index, _ in group)
+            start = stop
+        tokens = sorted(ids.items(), key=lambda item: item[1])
+        data, offsets = flatten([token for token, _ in tokens])
+        ranked = [ids[part] for part in made] + ranked_pieces
+        self._kernel_arrays = {
+            "byte_ids": byte_ids, "token_data": data, "token_offsets": offsets,
+            "token_ids": np.array([token_id for _, token_id in tokens], dtype=np.int32),
+            "ranked_ids": np.array(ranked, dtype=np.int32), "whole_tokens": np.array(False),
+        }
+        # Where no piece holds ▁ after another character, no merge crosses the
+        # start of a run of ▁: the text is cut there.
+        crosses = any(SPACE in piece.text.lstrip(SPACE) for _, piece in normal)
+        self.pattern = None if crosses else "metaspace"
+        self._encoder = Encoder(self._kernel_arrays, self.pattern, self.user_defined)
+        # Row k: what token n + k stands for (at most a character's 4 bytes).
+        self._first_extra = n
+        self._fallback_lengths = np.array([len(fallback[t]) for t in range(n, extra)], dtype=np.int64)
+        self._fallback_ids = np.zeros((extra - n, 4), dtype=np.uint32)
+        for t in range(n, extra):
+            self._fallback_ids[t - n, :len(fallback[t])] = fallback[t]
+        self._texts = [piece.text for piece in pieces]
+        self._types = [piece.type for piece in pieces]
+        self._byte_of = {index: int(piece.text[3:5], 16) for index, piece in enumerate(pieces) if piece.type == BYTE}
+
+    # -- encoding ----------------------------------------------------------------
+
+    def normalize(self, text: str) -> str:
+        """The text as SentencePiece's identity normalizer leaves it: spaces as ``▁``,
+        with one in front; with ``remove_extra_whitespaces``, no spaces in front,
+        runs of spaces as one, and no ``▁`` at the end (a ``▁`` of the text's
+        own too)."""
+        if self.remove_extra_whitespaces:
+            text = text.lstrip(" ")
+            if "  " in text:
+                text = _SPACE_RUNS.sub(" ", text)
+        if not text:
+            return text
+        space = SPACE if self.escape_whitespaces else " "
+        if self.escape_whitespaces:
+            text = text.replace(" ", SPACE)
+        if self.add_dummy_prefix:
+            text = space + text
+        if self.remove_extra_whitespaces:
+            text = text.rstrip(space)
+        return text
+
+    def _finish(self, ids: np.ndarray, offsets: np.ndarray) -> list[np.ndarray]:
+        """The kernel's ids of each text as the model's: a token past the pieces
+        (a partial character, or a byte with no piece) becomes the ids it
+        stands for; without byte fallback, a run of unknown ids becomes one."""
+        if ids.size and int(ids.max()) >= self._first_extra:
+            extra = ids >= self._first_extra
+            rows = ids[extra].astype(np.int64) - self._first_extra
+            lengths = np.ones(ids.size, dtype=np.int64)
+            lengths[extra] = self._fallback_lengths[rows]
+            ends = np.cumsum(lengths)
+            starts = ends - lengths
+            out = np.empty(int(ends[-1]), dtype=np.uint32)
+            out[starts[~extra]] = ids[~extra]
+            for j in range(self._fallback_ids.shape[1]):
+                has = lengths[extra] > j
+                out[starts[extra][has] + j] = self._fallback_ids[rows[has], j]
+            offsets = np.concatenate([[0], ends])[offsets]
+            if not self.byte_fallback:
+                repeat = np.zeros(out.size, dtype=bool)
+                repeat[1:] = (out[1:] == self.unk_id) & (out[:-1] == self.unk_id)
+                repeat[offsets[:-1][offsets[:-1] < out.size]] = False      # a text's first id repeats nothing
+                kept = np.concatenate([[0], np.cumsum(~repeat)])
+                out, offsets = out[~repeat], kept[offsets]
+            ids = out
+        bounds = offsets.tolist()
+        return [ids[a:b] for a, b in zip(bounds, bounds[1:])]
+
+    def encode_to_numpy(self, text: str, *, add_bos: bool = False, add_eos: bool = False) -> np.ndarray:
+        """The ids of ``text`` (uint32)."""
+        return self.encode_batch_to_numpy([text], add_bos=add_bos, add_eos=add_eos)[0]
+
+    def encode(self, text: str, *, add_bos: bool = False, add_eos: bool = False) -> list[int]:
+        """The ids of ``text``, as ``SentencePieceProcessor.encode`` gives them."""
+        return self.encode_to_numpy(text, add_bos=add_bos, add_eos=add_eos).tolist()
+
+    def encode_batch_to_numpy(self, texts: Sequence[str], *, add_bos: bool = False,
+                              add_eos: bool = False) -> list[np.ndarray]:
+        for wanted, name, token_id in ((add_bos, "bos", self.bos_id), (add_eos, "eos", self.eos_id)):
+            if wanted and not (0 <= token_id < self.n_vocab and self._types[token_id] == CONTROL):
+                raise ValueError(f"{self.source or 'the model'}: add_{name}: the model's {name}_id is "
+                                 f"{token_id}, not a control piece")
+        normalized = [self.normalize(text) for text in texts]
+        parts = self._finish(*self._encoder.encode_strs(normalized, self._user_defined_names))
+        if add_bos or add_eos:
+            before = np.array([self.bos_id] if add_bos else [], dtype=np.uint32)
+            after = np.array([self.eos_id] if add_eos else [], dtype=np.uint32)
+            parts = [np.concatenate([before, part, after]) for part in parts]
+        return parts
+
+    def encode_batch(self, texts: Sequence[str], *, add_bos: bool = False, add_eos: bool = False) -> list[list[int]]:
+        return [ids.tolist() for ids in self.encode_batch_to_numpy(texts, add_bos=add_bos, add_eos=add_eos)]
+
+    # -- decoding ----------------------------------------------------------------
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """The text of ``ids``, as ``SentencePieceProcessor.decode`` gives it: byte
+        pieces joined into characters (one U+FFFD for each byte that makes
+        none), control pieces as nothing, the unknown piece as its surface,
+        and the ``▁`` in front that the dummy prefix put there dropped."""
+        out: list[str] = []
+        pending = bytearray()           # byte pieces, decoded together at the next other piece
+        strip = self.add_dummy_prefix or self.remove_extra_whitespaces
+        at_start = True
+        for token_id in ids:
+            token_id = int(token_id)
+            if not 0 <= token_id < self.n_vocab:
+                raise ValueError(f"id {token_id} is not in [0, {self.n_vocab})")
+            kind = self._types[token_id]
+            if kind == BYTE:
+                pending.append(self._byte_of[token_id])
+                continue
+            if pending:
+                out.append(pending.decode("utf-8", "bpe-sentencepiece"))
+                pending.clear()
+            if out and out[-1]:
+                at_start = False
+            if kind == CONTROL:
+                continue
+            text = self.unk_surface if kind == UNKNOWN else self._texts[token_id]
+            if at_start and strip and kind != UNKNOWN and text.startswith(SPACE):
+                text = text[1:]
+                if not self.remove_extra_whitespaces:
+                    at_start = False
+            out.append(text.replace(SPACE, " ") if kind != UNKNOWN else text)
+        if pending:
+            out.append(pending.decode("utf-8", "bpe-sentencepiece"))
+        return "".join(out)
+
+    def __repr__(self) -> str:
+        return f"SentencePieceTokenizer(n_vocab={self.n_vocab}, source={self.source!r})"
+
+
+def _score_key(score: float) -> tuple[float, bool]:
+    """A score as sentencepiece orders them: by value, but -0.0 below +0.0 (it
+    compares the floats' bits, and a trained model's first merge scores -0.0)."""
+    return score, not math.copysign(1.0, score) < 0
+
+
+def _per_byte_replace(error: UnicodeDecodeError) -> tuple[str, int]:
+    """sentencepiece's decoding of bytes that are not UTF-8: one U+FFFD a byte."""
+    return "\ufffd" * (error.end - error.start), error.end
+
+
+codecs.register_error("bpe-sentencepiece", _per_byte_replace)
+
+
+def from_sentencepiece(path) -> SentencePieceTokenizer:
+    """Read a SentencePiece BPE ``.model`` file."""
+    path = os.fspath(path)
+    return SentencePieceTokenizer(read_sentencepiece(path), path)

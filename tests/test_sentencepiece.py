@@ -1,0 +1,269 @@
+"""SentencePiece BPE models read and encoded exactly as sentencepiece does.
+
+Models are trained here with sentencepiece itself (every option that changes
+encoding or decoding), built piece by piece where training would not make the
+case (a piece merging cannot reach, scores of -0.0 and +0.0, ties), and read
+from Mistral's own files when the package index can be reached.
+"""
+import io
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import bpe
+from bpe.errors import TokenizerFileError
+from bpe.formats.sentencepiece import looks_like_sentencepiece, parse
+from bpe.sentencepiece import SentencePieceTokenizer
+
+spm = pytest.importorskip("sentencepiece")
+model_pb2 = pytest.importorskip("sentencepiece.sentencepiece_model_pb2")
+
+SHAKESPEARE = os.path.join(os.path.dirname(bpe.__file__), "data", "tinyshakespeare.txt")
+#: Text that is not English: characters of 2, 3 and 4 bytes, marks, emoji.
+WORLD = ("Größe café naïve résumé Ærø. 日本語のテキストです。東京と京都。 한국어 텍스트. Привет, мир! "
+         "Γειά σου κόσμε. שלום עולם. مرحبا بالعالم. 🤖🧠🚀 e\u0301 n\u0303 ") * 40
+ATOMS = ["a", "e", "the", "The", " ", "  ", "    ", "\t", "\n", "\r\n", "\u2581", "é", "e\u0301", "日", "本", "語",
+         "京", "旦", "🤖", "🦜", "Ω", "ß", "<s>", "</s>", "<unk>", "<sep>", "[X]", "<0x41>", ",", "!", "0", "42",
+         "Z", "q", "\u00a0", "\u3000", "ꙮ", "\U0001F600"]
+
+
+def train(**options) -> bytes:
+    lines = open(SHAKESPEARE, encoding="utf-8").read()[:200_000].splitlines() + WORLD.split(". ")
+    model = io.BytesIO()
+    settings_ = dict(model_type="bpe", vocab_size=800, character_coverage=0.98, user_defined_symbols=["<sep>", "[X]"],
+                     normalization_rule_name="identity",
+                     minloglevel=2, num_threads=1)
+    settings_.update(options)
+    spm.SentencePieceTrainer.train(sentence_iterator=iter([line for line in lines if line.strip()]),
+                                   model_writer=model, **settings_)
+    return model.getvalue()
+
+
+def with_normalizer(data: bytes, **flags) -> bytes:
+    proto = model_pb2.ModelProto()
+    proto.ParseFromString(data)
+    for name, value in flags.items():
+        setattr(proto.normalizer_spec, name, value)
+    return proto.SerializeToString()
+
+
+def pair(data: bytes):
+    return SentencePieceTokenizer(parse(data), "crafted"), spm.SentencePieceProcessor(model_proto=data)
+
+
+@pytest.fixture(scope="module")
+def trained():
+    """Models trained by sentencepiece, by what sets them apart."""
+    with_fallback = train(byte_fallback=True)
+    without = train(byte_fallback=False)
+    return {
+        "byte_fallback": with_fallback,
+        "unknown": without,
+        "kept_spaces": with_normalizer(with_fallback, remove_extra_whitespaces=False),
+        "kept_spaces_unknown": with_normalizer(without, remove_extra_whitespaces=False),
+        "no_prefix": with_normalizer(with_fallback, add_dummy_prefix=False),
+        "no_prefix_kept_spaces": with_normalizer(without, add_dummy_prefix=False, remove_extra_whitespaces=False),
+        "unescaped": with_normalizer(with_fallback, escape_whitespaces=False),
+    }
+
+
+ADVERSARIAL = ["", " ", "  ", "\t", "\n", " \n ", "  a  b ", "a" * 300, " " * 70 + "x", "x" + " " * 70,
+               "\u2581", "\u2581\u2581x", " \u2581 ", "<s>", "<s>hi</s>", "<unk>", "a<sep>b", "<sep><sep>", " [X] ",
+               "[X]<sep>", "ZZZ", "日本", "旦旦", "ꙮ", "🦜🦜 🦜", "e\u0301\u0301\u0301", "\u0301", "\u00a0 \u3000",
+               "The quick brown fox.\n\nThe end.  ", "def f(x):\n    return x  # ok\n", "Größe " * 20, WORLD[:500]]
+KINDS = ["byte_fallback", "unknown", "kept_spaces", "kept_spaces_unknown", "no_prefix", "no_prefix_kept_spaces",
+         "unescaped"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_adversarial_texts_match_sentencepiece(trained, kind):
+    tok, sp = pair(trained[kind])
+    for text in ADVERSARIAL:
+        ids = sp.encode(text)
+        assert tok.encode(text) == ids, (kind, text)
+        assert tok.decode(ids) == sp.decode(ids), (kind, text)
+    assert tok.encode_batch(ADVERSARIAL) == [sp.encode(text) for text in ADVERSARIAL]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(atoms=st.lists(st.sampled_from(ATOMS), max_size=40),
+       text=st.text(st.characters(exclude_categories=("Cs",)), max_size=40))
+def test_random_texts_match_sentencepiece(trained, kind, atoms, text):
+    tok, sp = pair(trained[kind])
+    for sample in ("".join(atoms), text, "".join(atoms) + text):
+        assert tok.encode(sample) == sp.encode(sample), sample
+        assert tok.encode_to_numpy(sample).tolist() == sp.encode(sample)
+
+
+@pytest.mark.parametrize("kind", ["byte_fallback", "unknown", "kept_spaces"])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_decode_of_any_ids_matches_sentencepiece(trained, kind, data):
+    """Byte pieces that make no character (one U+FFFD a byte), control and
+    unknown pieces, the dummy prefix's space, in any order."""
+    tok, sp = pair(trained[kind])
+    ids = data.draw(st.lists(st.integers(0, sp.get_piece_size() - 1), max_size=30))
+    assert tok.decode(ids) == sp.decode(ids)
+
+
+def test_bos_and_eos_only_when_asked(trained):
+    tok, sp = pair(trained["byte_fallback"])
+    for text in ["", "hello there"]:
+        assert tok.encode(text) == sp.encode(text)
+        assert tok.encode(text, add_bos=True, add_eos=True) == sp.encode(text, add_bos=True, add_eos=True)
+        assert tok.encode(text, add_bos=True) == sp.encode(text, add_bos=True)
+
+
+def test_unknown_characters_sharing_bytes_with_known_ones():
+    """旦 is no piece, but its first two bytes are 日's (E6 97): the partial
+    character the kernel makes of them becomes byte pieces, or one unknown
+    piece for the run, as sentencepiece's unknown characters do."""
+    for byte_fallback in (True, False):
+        tok, sp = pair(crafted(LETTERS + [("日", -100.0), ("本", -100.0), ("日本", -1.0), ("a日", -2.0)],
+                               byte_fallback=byte_fallback))
+        assert sp.piece_to_id("日") != sp.unk_id() and sp.piece_to_id("旦") == sp.unk_id()
+        for text in ["旦", "日旦本", "旦旦旦", "a旦日", "日本旦", "a日本", "旦a日"]:
+            assert tok.encode(text) == sp.encode(text), (byte_fallback, text)
+
+
+def crafted(pieces, *, byte_fallback=False, model_type=2, **normalizer) -> bytes:
+    """A model of ``pieces`` ``(text, score)`` (after <unk>, <s>, </s>, and the
+    byte pieces with ``byte_fallback``), identity-normalized."""
+    proto = model_pb2.ModelProto()
+    for text, score, kind in [("<unk>", 0.0, 2), ("<s>", 0.0, 3), ("</s>", 0.0, 3)]:
+        proto.pieces.add(piece=text, score=score, type=kind)
+    if byte_fallback:
+        for b in range(256):
+            proto.pieces.add(piece=f"<0x{b:02X}>", score=0.0, type=6)
+    for text, score in pieces:
+        proto.pieces.add(piece=text, score=score, type=1)
+    proto.trainer_spec.model_type = model_type
+    proto.trainer_spec.byte_fallback = byte_fallback
+    proto.normalizer_spec.name = "identity"
+    proto.normalizer_spec.add_dummy_prefix = normalizer.get("add_dummy_prefix", False)
+    proto.normalizer_spec.remove_extra_whitespaces = normalizer.get("remove_extra_whitespaces", False)
+    proto.normalizer_spec.escape_whitespaces = True
+    return proto.SerializeToString()
+
+
+LETTERS = [(c, -100.0) for c in "abcdxyz\u2581"]
+
+
+def test_a_piece_merging_cannot_reach_is_not_taken_whole():
+    """"abcd" is a piece, but "bc" merges first and nothing joins a|bc|d:
+    sentencepiece has no shortcut for a text that is a piece (tiktoken does)."""
+    tok, sp = pair(crafted(LETTERS + [("bc", -1.0), ("ab", -2.0), ("cd", -3.0), ("abcd", -4.0)]))
+    for text in ["abcd", "abcdabcd", "xabcd", "ab", "abc"]:
+        assert tok.encode(text) == sp.encode(text), text
+    assert len(tok.encode("abcd")) == 3
+
+
+def test_minus_zero_scores_below_plus_zero():
+    """sentencepiece compares scores' bits: -0.0 ranks below +0.0."""
+    for first, second in [(-0.0, 0.0), (0.0, -0.0)]:
+        tok, sp = pair(crafted(LETTERS + [("ab", first), ("bc", second)]))
+        assert tok.encode("abc") == sp.encode("abc")
+
+
+def test_runs_of_one_character_tie_as_sentencepiece_breaks_ties():
+    """▁▁ up to ▁ * 16 all at one score (as Mistral's models have them), one length
+    missing: every run length gives sentencepiece's pieces."""
+    runs = [("\u2581" * n, -1e9) for n in range(2, 17) if n != 15]
+    tok, sp = pair(crafted(LETTERS + [("\u2581a", -1.0), ("ab", -2.0)] + runs))
+    for n in range(1, 80):
+        for text in [" " * n, " " * n + "ab", "a" + " " * n + "ab"]:
+            assert tok.encode(text) == sp.encode(text), repr(text)
+
+
+def test_ties_other_than_runs_are_refused():
+    with pytest.raises(TokenizerFileError, match=r"'bc' has the score of piece \d+ \('ab'\)"):
+        SentencePieceTokenizer(parse(crafted(LETTERS + [("ab", -1.0), ("bc", -1.0)])), "crafted")
+
+
+def test_what_bpe_does_not_read_is_refused_naming_the_field():
+    unigram = crafted(LETTERS, model_type=1)
+    with pytest.raises(TokenizerFileError, match="model_type: unigram; bpe reads SentencePiece's BPE models only"):
+        SentencePieceTokenizer(parse(unigram), "crafted")
+    proto = model_pb2.ModelProto()
+    proto.ParseFromString(crafted(LETTERS))
+    proto.normalizer_spec.name = "nmt_nfkc"
+    proto.normalizer_spec.precompiled_charsmap = b"\x00" * 8
+    with pytest.raises(TokenizerFileError, match="normalizer_spec.name: 'nmt_nfkc' normalizes with a character map"):
+        SentencePieceTokenizer(parse(proto.SerializeToString()), "crafted")
+
+
+def test_a_broken_file_names_its_byte(tmp_path):
+    data = crafted(LETTERS)
+    path = tmp_path / "cut.model"
+    path.write_bytes(data[:-3])
+    with pytest.raises(TokenizerFileError, match=r"cut.model: not a SentencePiece model: byte \d+: .*runs past"):
+        bpe.load(path)
+    path.write_bytes(b"\x0a\x05\x0a\x03ab")
+    with pytest.raises(TokenizerFileError, match="piece 0's text|runs past"):
+        bpe.load(path)
+
+
+def test_load_tells_a_sentencepiece_model_from_a_rank_file(tmp_path, trained):
+    assert looks_like_sentencepiece(trained["byte_fallback"][:16])
+    assert not looks_like_sentencepiece(b"IQ== 0\nIg== 1\n")
+    model = tmp_path / "tokenizer.model"
+    model.write_bytes(trained["byte_fallback"])
+    sp = spm.SentencePieceProcessor(model_proto=trained["byte_fallback"])
+    for where in (model, tmp_path):
+        tok = bpe.load(where)
+        assert isinstance(tok, SentencePieceTokenizer)
+        assert tok.encode("Hello there, 日本!") == sp.encode("Hello there, 日本!")
+    (tmp_path / "ranks.model").write_text("IQ== 0\n")
+    with pytest.raises(ValueError, match="tiktoken rank file"):
+        bpe.load(tmp_path / "ranks.model")
+
+
+def test_the_metaspace_scanner_cuts_before_each_run():
+    """The kernel's metaspace scanner against the pattern it stands for."""
+    from bpe._scanner import PATTERN_IDS, split_offsets
+    from bpe.patterns import PATTERNS
+    from conftest import findall
+
+    rng = np.random.default_rng(5)
+    alphabet = ["\u2581", "a", "é", "日", "🤖", "\n", " ", "\u2582", "\u2580", "─"]
+    for _ in range(300):
+        text = "".join(rng.choice(alphabet, size=int(rng.integers(0, 30))))
+        data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+        offsets = split_offsets(data, PATTERN_IDS["metaspace"]).tolist()
+        raw = text.encode("utf-8")
+        assert [raw[a:b].decode() for a, b in zip(offsets, offsets[1:])] == findall(PATTERNS["metaspace"], text)
+
+
+MISTRAL = "mistral-common==1.13.1"
+
+
+@pytest.fixture(scope="module", params=["data/tokenizer.model.v1", "data/mistral_instruct_tokenizer_240323.model.v3"])
+def mistral(request):
+    from fetched import member
+
+    path = member(MISTRAL, "mistral_common/" + request.param)
+    return bpe.load(path), spm.SentencePieceProcessor(model_file=path)
+
+
+def test_mistral_models_match_sentencepiece(mistral):
+    tok, sp = mistral
+    texts = ADVERSARIAL + ["[INST] What is 2+2? [/INST]", "[REFERENCE_DOC_1] see [REFERENCE_DOC_2]",
+                           " " * 33 + "indented", "\t\tdef f():\n\t\t\treturn 1\n"]
+    docs = open(SHAKESPEARE, encoding="utf-8").read()[:300_000].split("\n\n") + WORLD.split(". ")
+    for text in texts:
+        assert tok.encode(text) == sp.encode(text), text
+        assert tok.decode(sp.encode(text)) == sp.decode(sp.encode(text)), text
+    assert tok.encode_batch(docs) == [sp.encode(doc) for doc in docs]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(atoms=st.lists(st.sampled_from(ATOMS + ["[INST]", "[REFERENCE_DOC_3]", "\u2581\u2581\u2581"]), max_size=50),
+       text=st.text(st.characters(exclude_categories=("Cs",)), max_size=60))
+def test_mistral_models_on_random_text(mistral, atoms, text):
+    tok, sp = mistral
+    for sample in ("".join(atoms), text):
+        assert tok.encode(sample) == sp.encode(sample), sample
