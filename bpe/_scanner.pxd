@@ -32,7 +32,7 @@ cdef enum:
     PATTERN_LLAMA3 = 3       # cl100k's older spelling, as Llama 3 ships it (see _scanner.pyx)
     PATTERN_QWEN2 = 4        # Llama 3's with one digit a pre-token
     PATTERN_DEEPSEEK_V3 = 5  # three Splits in turn (bpe.patterns.DEEPSEEK_V3_SPLITS)
-    PATTERN_METASPACE = 6    # a run of U+2581 and what follows it: SentencePiece's words (bpe.sentencepiece)
+    PATTERN_METASPACE = 6    # SentencePiece's words (a run of U+2581 and what follows), tabs and line feeds
     N_PATTERNS = 7
 
 

@@ -50,7 +50,7 @@ reaches the end. In o200k, ``P?U*W+`` backtracks: U* gives characters back until
 W+ can start, and the optional P is dropped if nothing matches with it.
 """
 from libc.stdint cimport INT64_MAX, int64_t, intptr_t, uint8_t, uint32_t, uint64_t, uintptr_t
-from libc.string cimport memchr, memcpy, memset
+from libc.string cimport memcpy, memset
 
 from bpe._bytestable cimport (OVERFLOW, BytesTable, bytestable_add, bytestable_free, bytestable_init,
                               hash_bytes)
@@ -557,18 +557,17 @@ cdef Py_ssize_t next_deepseek_v3(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) n
 
 
 cdef Py_ssize_t next_metaspace(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
-    """metaspace: ``▁+[^▁]*|[^▁]+``, a run of U+2581 (E2 96 81) and what
-    follows up to the next one. No class table: a search for its first byte."""
+    """metaspace: ``▁+[^▁\\t\\n]*|[^▁\\t\\n]+|[\\t\\n]``: a run of U+2581 (E2 96 81) and
+    what follows up to the next one, a tab or a line feed, which stand alone."""
     cdef Py_ssize_t k = i
-    cdef const uint8_t* found
+    cdef uint8_t c
+    if s[i] == 0x09 or s[i] == 0x0A:
+        return i + 1
     while k + 3 <= n and s[k] == 0xE2 and s[k + 1] == 0x96 and s[k + 2] == 0x81:
         k += 3
     while k < n:
-        found = <const uint8_t*>memchr(s + k, 0xE2, <size_t>(n - k))
-        if found == NULL:
-            return n
-        k = found - s
-        if k > i and k + 3 <= n and s[k + 1] == 0x96 and s[k + 2] == 0x81:
+        c = s[k]
+        if c == 0x09 or c == 0x0A or (c == 0xE2 and k + 3 <= n and s[k + 1] == 0x96 and s[k + 2] == 0x81):
             return k
         k += 1
     return n

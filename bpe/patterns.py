@@ -75,8 +75,9 @@ DEEPSEEK_V3_PATTERN = "|".join([
 ])
 
 #: SentencePiece's words (``bpe.sentencepiece``): a run of "▁" (U+2581, which
-#: stands for a space there) and what follows it up to the next one.
-METASPACE_PATTERN = "\u2581+[^\u2581]*|[^\u2581]+"
+#: stands for a space there) and what follows it up to the next one, a tab or a
+#: line feed, which stand alone.
+METASPACE_PATTERN = "\u2581+[^\u2581\t\n]*|[^\u2581\t\n]+|[\t\n]"
 
 #: The built-in patterns by name; tiktoken's encoding names are aliases.
 PATTERNS = {"gpt2": GPT2_PATTERN, "cl100k": CL100K_PATTERN, "o200k": O200K_PATTERN,

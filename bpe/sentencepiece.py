@@ -33,6 +33,7 @@ from typing import Iterable, Optional, Sequence
 
 import numpy as np
 
+from bpe._lists import PrebuiltInts, ids_to_list, ids_to_lists
 from bpe.encoder import Encoder
 from bpe.errors import TokenizerFileError
 from bpe.flat import flatten
@@ -41,6 +42,8 @@ from bpe.formats.sentencepiece import (BYTE, CONTROL, MODEL_TYPES, NORMAL, TYPE_
 
 SPACE = "\u2581"                     # ▁, which stands for a space in pieces
 _SPACE_RUNS = re.compile(" {2,}")
+#: The cuts before each run of ▁ alone, for models with pieces that hold a tab or a line feed.
+WORDS = f"{SPACE}+[^{SPACE}]*|[^{SPACE}]+"
 
 
 class SentencePieceTokenizer:
@@ -68,6 +71,7 @@ class SentencePieceTokenizer:
         self.escape_whitespaces = model.normalizer.escape_whitespaces
         pieces = model.pieces
         self.n_vocab = len(pieces)
+        self._ints = PrebuiltInts(self.n_vocab)
         self.bos_id, self.eos_id, self.pad_id = model.bos_id, model.eos_id, model.pad_id
         self.byte_fallback = model.byte_fallback
         self.unk_surface = model.unk_surface
@@ -168,10 +172,14 @@ class SentencePieceTokenizer:
             "token_ids": np.array([token_id for _, token_id in tokens], dtype=np.int32),
             "ranked_ids": np.array(ranked, dtype=np.int32), "whole_tokens": np.array(False),
         }
-        # Where no piece holds ▁ after another character, no merge crosses the
-        # start of a run of ▁: the text is cut there.
-        crosses = any(SPACE in piece.text.lstrip(SPACE) for _, piece in normal)
-        self.pattern = None if crosses else "metaspace"
+        # A merge makes a piece of the two parts it joins, so it never crosses
+        # between two characters that no piece holds side by side. Where no
+        # piece holds ▁ after another character, the text is cut before each
+        # run of ▁; where no piece of several characters holds a tab or a line
+        # feed, around each of them too (the metaspace pattern, natively).
+        words = not any(SPACE in piece.text.lstrip(SPACE) for _, piece in normal)
+        lines = not any(c in piece.text for _, piece in normal if len(piece.text) > 1 for c in "\t\n")
+        self.pattern = ("metaspace" if lines else WORDS) if words else None
         self._encoder = Encoder(self._kernel_arrays, self.pattern, self.user_defined)
         # Row k: what token n + k stands for (at most a character's 4 bytes).
         self._first_extra = n
@@ -205,57 +213,70 @@ class SentencePieceTokenizer:
             text = text.rstrip(space)
         return text
 
-    def _finish(self, ids: np.ndarray, offsets: np.ndarray) -> list[np.ndarray]:
-        """The kernel's ids of each text as the model's: a token past the pieces
-        (a partial character, or a byte with no piece) becomes the ids it
-        stands for; without byte fallback, a run of unknown ids becomes one."""
-        if ids.size and int(ids.max()) >= self._first_extra:
-            extra = ids >= self._first_extra
-            rows = ids[extra].astype(np.int64) - self._first_extra
-            lengths = np.ones(ids.size, dtype=np.int64)
-            lengths[extra] = self._fallback_lengths[rows]
-            ends = np.cumsum(lengths)
-            starts = ends - lengths
-            out = np.empty(int(ends[-1]), dtype=np.uint32)
-            out[starts[~extra]] = ids[~extra]
-            for j in range(self._fallback_ids.shape[1]):
-                has = lengths[extra] > j
-                out[starts[extra][has] + j] = self._fallback_ids[rows[has], j]
-            offsets = np.concatenate([[0], ends])[offsets]
-            if not self.byte_fallback:
-                repeat = np.zeros(out.size, dtype=bool)
-                repeat[1:] = (out[1:] == self.unk_id) & (out[:-1] == self.unk_id)
-                repeat[offsets[:-1][offsets[:-1] < out.size]] = False      # a text's first id repeats nothing
-                kept = np.concatenate([[0], np.cumsum(~repeat)])
-                out, offsets = out[~repeat], kept[offsets]
-            ids = out
-        bounds = offsets.tolist()
-        return [ids[a:b] for a, b in zip(bounds, bounds[1:])]
+    def _finish(self, ids: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The kernel's ids of each text (``ids[offsets[t]:offsets[t + 1]]``) as
+        the model's: a token past the pieces (a partial character, or a byte
+        with no piece) becomes the ids it stands for; without byte fallback, a
+        run of unknown ids becomes one."""
+        if not ids.size or int(ids.max()) < self._first_extra:
+            return ids, offsets
+        extra = ids >= self._first_extra
+        rows = ids[extra].astype(np.int64) - self._first_extra
+        lengths = np.ones(ids.size, dtype=np.int64)
+        lengths[extra] = self._fallback_lengths[rows]
+        ends = np.cumsum(lengths)
+        starts = ends - lengths
+        out = np.empty(int(ends[-1]), dtype=np.uint32)
+        out[starts[~extra]] = ids[~extra]
+        for j in range(self._fallback_ids.shape[1]):
+            has = lengths[extra] > j
+            out[starts[extra][has] + j] = self._fallback_ids[rows[has], j]
+        offsets = np.concatenate([[0], ends])[offsets]
+        if not self.byte_fallback:
+            repeat = np.zeros(out.size, dtype=bool)
+            repeat[1:] = (out[1:] == self.unk_id) & (out[:-1] == self.unk_id)
+            repeat[offsets[:-1][offsets[:-1] < out.size]] = False      # a text's first id repeats nothing
+            kept = np.concatenate([[0], np.cumsum(~repeat)])
+            out, offsets = out[~repeat], kept[offsets]
+        return out, offsets
 
-    def encode_to_numpy(self, text: str, *, add_bos: bool = False, add_eos: bool = False) -> np.ndarray:
-        """The ids of ``text`` (uint32)."""
-        return self.encode_batch_to_numpy([text], add_bos=add_bos, add_eos=add_eos)[0]
-
-    def encode(self, text: str, *, add_bos: bool = False, add_eos: bool = False) -> list[int]:
-        """The ids of ``text``, as ``SentencePieceProcessor.encode`` gives them."""
-        return self.encode_to_numpy(text, add_bos=add_bos, add_eos=add_eos).tolist()
-
-    def encode_batch_to_numpy(self, texts: Sequence[str], *, add_bos: bool = False,
-                              add_eos: bool = False) -> list[np.ndarray]:
+    def _encode(self, texts: Sequence[str], add_bos: bool, add_eos: bool) -> tuple[np.ndarray, np.ndarray]:
+        """``(ids, offsets)``: the ids of text t are ``ids[offsets[t]:offsets[t + 1]]`` (uint32)."""
         for wanted, name, token_id in ((add_bos, "bos", self.bos_id), (add_eos, "eos", self.eos_id)):
             if wanted and not (0 <= token_id < self.n_vocab and self._types[token_id] == CONTROL):
                 raise ValueError(f"{self.source or 'the model'}: add_{name}: the model's {name}_id is "
                                  f"{token_id}, not a control piece")
-        normalized = [self.normalize(text) for text in texts]
-        parts = self._finish(*self._encoder.encode_strs(normalized, self._user_defined_names))
+        ids, offsets = self._finish(*self._encoder.encode_strs([self.normalize(text) for text in texts],
+                                                               self._user_defined_names))
         if add_bos or add_eos:
-            before = np.array([self.bos_id] if add_bos else [], dtype=np.uint32)
-            after = np.array([self.eos_id] if add_eos else [], dtype=np.uint32)
-            parts = [np.concatenate([before, part, after]) for part in parts]
-        return parts
+            bounds = offsets.tolist()
+            before = [self.bos_id] if add_bos else []
+            after = [self.eos_id] if add_eos else []
+            parts = [np.concatenate([np.array(before, np.uint32), ids[a:b], np.array(after, np.uint32)])
+                     for a, b in zip(bounds, bounds[1:])]
+            ids = np.concatenate(parts) if parts else np.empty(0, np.uint32)
+            offsets = offsets + np.arange(len(offsets)) * (len(before) + len(after))
+        return ids, offsets
+
+    def encode(self, text: str, *, add_bos: bool = False, add_eos: bool = False) -> list[int]:
+        """The ids of ``text``, as ``SentencePieceProcessor.encode`` gives them;
+        BOS and EOS only when asked for, as there."""
+        return ids_to_list(self._encode([text], add_bos, add_eos)[0], self._ints)
+
+    def encode_to_numpy(self, text: str, *, add_bos: bool = False, add_eos: bool = False) -> np.ndarray:
+        """The ids of ``text`` as a uint32 array."""
+        return self._encode([text], add_bos, add_eos)[0]
 
     def encode_batch(self, texts: Sequence[str], *, add_bos: bool = False, add_eos: bool = False) -> list[list[int]]:
-        return [ids.tolist() for ids in self.encode_batch_to_numpy(texts, add_bos=add_bos, add_eos=add_eos)]
+        """The ids of each text, as lists, in one kernel call."""
+        return ids_to_lists(*self._encode(texts, add_bos, add_eos), self._ints)
+
+    def encode_batch_to_numpy(self, texts: Sequence[str], *, add_bos: bool = False,
+                              add_eos: bool = False) -> list[np.ndarray]:
+        """The ids of each text, as uint32 arrays, in one kernel call."""
+        ids, offsets = self._encode(texts, add_bos, add_eos)
+        bounds = offsets.tolist()
+        return [ids[a:b] for a, b in zip(bounds, bounds[1:])]
 
     # -- decoding ----------------------------------------------------------------
 

@@ -179,6 +179,20 @@ def test_runs_of_one_character_tie_as_sentencepiece_breaks_ties():
             assert tok.encode(text) == sp.encode(text), repr(text)
 
 
+@pytest.mark.parametrize("piece, pattern", [("a\n", "words"), ("a\u2581b", None), ("\t\t", "words")])
+def test_pieces_that_cross_the_cuts_keep_their_text_whole(piece, pattern):
+    """The metaspace pattern cuts before each run of ▁ and around tabs and line
+    feeds; a model with a piece holding one of those where the cut would be
+    is cut less (only before ▁), or not at all, and still encodes exactly."""
+    from bpe.sentencepiece import WORDS
+
+    tok, sp = pair(crafted(LETTERS + [("\n", -100.0), ("\t", -100.0), ("ab", -2.0),
+                                      (piece, -1.0)], add_dummy_prefix=True))
+    assert tok.pattern == (WORDS if pattern == "words" else None)
+    for text in ["a\nb", "ab ab\n\na\t\tb", "a b", "\t\tab a\n", "xa\u2581b"]:
+        assert tok.encode(text) == sp.encode(text), text
+
+
 def test_ties_other_than_runs_are_refused():
     with pytest.raises(TokenizerFileError, match=r"'bc' has the score of piece \d+ \('ab'\)"):
         SentencePieceTokenizer(parse(crafted(LETTERS + [("ab", -1.0), ("bc", -1.0)])), "crafted")
@@ -229,7 +243,7 @@ def test_the_metaspace_scanner_cuts_before_each_run():
     from conftest import findall
 
     rng = np.random.default_rng(5)
-    alphabet = ["\u2581", "a", "é", "日", "🤖", "\n", " ", "\u2582", "\u2580", "─"]
+    alphabet = ["\u2581", "a", "é", "日", "🤖", "\n", "\t", "\r", " ", "\u2582", "\u2580", "─"]
     for _ in range(300):
         text = "".join(rng.choice(alphabet, size=int(rng.integers(0, 30))))
         data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)

@@ -1,0 +1,70 @@
+"""Encoding speed with SentencePiece BPE models (Mistral 7B v0.1 and v0.3), per
+document, one thread: bpe's ``encode(doc)`` against sentencepiece's
+``encode(doc)``, both lists of ints; and bpe's ``encode_to_numpy(doc)`` (numpy,
+which sentencepiece does not give), on prose, code and multilingual text.
+Cold: bpe's caches cleared, fresh str objects (``_measure.fresh_copies``);
+warm: the same documents again. Rounds interleave the engines; the best and
+the median of the rounds are printed; ids are asserted equal in the same run.
+
+    PYTHONPATH=benchmarks:benchmarks/experiments:tests python benchmarks/experiments/sentencepiece_models.py --mb 4 --rounds 5
+
+The models come from mistral-common's wheel (``tests/fetched.py``'s cache); the
+corpora from ``../shared/corpora/build``; the multilingual sample is
+``real_tokenizers.samples``'.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import sentencepiece
+
+import bpe
+from _measure import fresh_copies
+from fetched import member
+from real_tokenizers import samples
+
+MODELS = {"mistral_v1": "mistral_common/data/tokenizer.model.v1",
+          "mistral_v3": "mistral_common/data/mistral_instruct_tokenizer_240323.model.v3"}
+
+
+def timed(function, documents) -> float:
+    started = time.perf_counter()
+    for document in documents:
+        function(document)
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--mb", type=float, default=4.0)
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    corpora = samples(args.mb)
+    print("model       corpus        MB   call                          cold best/median   warm best/median  MB/s")
+    for model, name in MODELS.items():
+        path = member("mistral-common==1.13.1", name)
+        ours = bpe.load(path)
+        reference = sentencepiece.SentencePieceProcessor(model_file=path)
+        for corpus, documents in corpora.items():
+            size = sum(len(d.encode("utf-8")) for d in documents) / 1e6
+            for document in documents:          # the same ids, in this run
+                assert ours.encode(document) == reference.encode(document)
+            engines = {"bpe encode (list)": ours.encode, "bpe encode_to_numpy (numpy)": ours.encode_to_numpy,
+                       "sentencepiece encode (list)": reference.encode}
+            cold = {engine: [] for engine in engines}
+            warm = {engine: [] for engine in engines}
+            for _ in range(args.rounds):
+                for engine, function in engines.items():
+                    ours._encoder.clear_cache()
+                    cold[engine].append(timed(function, fresh_copies(documents)))
+                    warm[engine].append(timed(function, documents))
+            for engine in engines:
+                print(f"{model:11s} {corpus:13s} {size:4.1f} {engine:30s} "
+                      f"{size / min(cold[engine]):7.1f} / {size / statistics.median(cold[engine]):5.1f}   "
+                      f"{size / min(warm[engine]):7.1f} / {size / statistics.median(warm[engine]):5.1f}")
+
+
+if __name__ == "__main__":
+    main()
