@@ -17,13 +17,48 @@ import dataclasses
 import hashlib
 import os
 import threading
-from typing import Optional, Sequence
+from typing import Callable, Generic, Optional, Sequence, TypeVar
 
 import numpy as np
 
 from bpe.corpus.chunking import Chunk
 from bpe.errors import CorpusEncodeError
 from bpe.files import checked_utf8, read_into
+
+
+Buffer = TypeVar("Buffer")
+
+
+class SparePool(Generic[Buffer]):
+    """Buffers handed back once their ids are written, for the next unit of work
+    (a fresh one costs a page fault per 4 KiB).
+
+    Units end at a separator or a record, so their sizes vary around the nominal
+    one: buffers made to measure would be outgrown, and replaced, unit after unit
+    (with two workers, 15 sets of fresh pages instead of 4 on prose_en). So a
+    new buffer holds a quarter more than asked, which holds nearly every later
+    unit, and the oldest spare that is outgrown is let go when one is made.
+    """
+
+    def __init__(self, make: Callable[[int], Buffer], size: Callable[[Buffer], int]):
+        self._make = make
+        self._size = size
+        self._lock = threading.Lock()
+        self._spare: list = []
+
+    def take(self, n: int) -> Buffer:
+        """A spare buffer that holds ``n``, else a new one with room to spare."""
+        with self._lock:
+            fits = [k for k, spare in enumerate(self._spare) if self._size(spare) >= n]
+            if fits:
+                return self._spare.pop(fits[-1])
+            if self._spare:
+                self._spare.pop(0)           # outgrown: its memory goes back now
+        return self._make(n + n // 4)
+
+    def give_back(self, buffer: Buffer) -> None:
+        with self._lock:
+            self._spare.append(buffer)
 
 
 class TokenOffsets:
@@ -102,33 +137,13 @@ class ChunkWriter:
         self.settings = settings
         self.direct = direct
         self.offsets = TokenOffsets()
-        self._lock = threading.Lock()
-        self._spare: list[ChunkBuffers] = []
-
-    def _take_buffers(self, n_bytes: int) -> ChunkBuffers:
-        """Spare buffers that hold ``n_bytes``, else new ones with room to spare.
-
-        Chunks end at a separator, so their sizes vary around the nominal one:
-        buffers made to measure would be outgrown, and replaced, chunk after
-        chunk (with two workers, 15 sets of fresh pages instead of 4 on
-        prose_en). A quarter more than asked holds nearly every later chunk.
-        """
-        with self._lock:
-            fits = [k for k, spare in enumerate(self._spare) if len(spare.raw) >= n_bytes]
-            if fits:
-                return self._spare.pop(fits[-1])
-            if self._spare:
-                self._spare.pop(0)           # outgrown: its memory goes back now
-        return ChunkBuffers.for_bytes(n_bytes + n_bytes // 4, self.settings.dtype)
-
-    def _give_back(self, buffers: ChunkBuffers) -> None:
-        with self._lock:
-            self._spare.append(buffers)
+        self._buffers: SparePool[ChunkBuffers] = SparePool(
+            lambda n_bytes: ChunkBuffers.for_bytes(n_bytes, settings.dtype), lambda buffers: len(buffers.raw))
 
     def encode(self, index: int, chunk: Chunk) -> ChunkResult:
         """Encode chunk ``index`` and write its ids if its offset is known."""
         settings = self.settings
-        buffers = self._take_buffers(chunk.n_bytes)
+        buffers = self._buffers.take(chunk.n_bytes)
         raw = memoryview(buffers.raw)[:chunk.n_bytes]
         with open(chunk.path, "rb") as file:
             file.seek(chunk.start)
@@ -162,7 +177,7 @@ class ChunkWriter:
         the caller knows from the counts before it) and reuse its buffers."""
         if result.unwritten is not None:
             self._write(result.unwritten, token_offset)
-        self._give_back(result.buffers)
+        self._buffers.give_back(result.buffers)
 
     def _write(self, ids: np.ndarray, token_offset: int) -> None:
         view = memoryview(ids).cast("B")

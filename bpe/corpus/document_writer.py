@@ -20,7 +20,7 @@ from typing import Iterable, Optional
 import numpy as np
 
 from bpe._lists import ids_with_separators
-from bpe.corpus.chunk_writer import ChunkSettings
+from bpe.corpus.chunk_writer import ChunkSettings, SparePool
 from bpe.errors import CorpusEncodeError
 from bpe.corpus.records import READ_BYTES, Problems, Unit
 
@@ -51,8 +51,7 @@ class DocumentEncoder:
         self.encoder = encoder
         self.settings = settings
         self._local = threading.local()
-        self._lock = threading.Lock()
-        self._spare: list[np.ndarray] = []
+        self._outputs: SparePool[np.ndarray] = SparePool(lambda n: np.empty(n, settings.dtype), len)
 
     def _scratch(self, name: str, n: int, dtype) -> np.ndarray:
         """This thread's buffer ``name``, of at least ``n`` items; one for an
@@ -64,19 +63,9 @@ class DocumentEncoder:
                 setattr(self._local, name, buffer)
         return buffer
 
-    def _output(self, n: int) -> np.ndarray:
-        with self._lock:
-            fits = [k for k, spare in enumerate(self._spare) if len(spare) >= n]
-            if fits:
-                return self._spare.pop(fits[-1])
-            if self._spare:
-                self._spare.pop(0)           # outgrown: its memory goes back now
-        return np.empty(n + n // 4, self.settings.dtype)
-
     def give_back(self, result: UnitResult) -> None:
         if result.buffer is not None and len(result.buffer) <= KEPT_ITEMS:
-            with self._lock:
-                self._spare.append(result.buffer)
+            self._outputs.give_back(result.buffer)
 
     def encode(self, unit: Unit) -> UnitResult:
         if unit.records is None:
@@ -109,12 +98,12 @@ class DocumentEncoder:
         starts = id_offsets[:-1].astype(np.uint64)
         separator = self.settings.separator_id
         if separator is None:
-            buffer = self._output(len(ids))
+            buffer = self._outputs.take(len(ids))
             out = buffer[:len(ids)]
             np.copyto(out, ids, casting="unsafe")      # ids < n_vocab: the dtype was checked to hold them
         else:
             n_out = len(ids) + (len(starts) if ends is None else int(np.count_nonzero(ends)))
-            buffer = self._output(n_out)
+            buffer = self._outputs.take(n_out)
             out = buffer[:n_out]
             ids_with_separators(ids, id_offsets, separator, out, None if ends is None else ends.view(np.uint8))
             # Text t is as many ids further on as separators came before it.
@@ -131,7 +120,7 @@ class DocumentEncoder:
         starts = [np.zeros(1, np.uint64)] if unit.source_start else []
         if self.settings.separator_id is not None:
             starts.append((np.flatnonzero(ids == self.settings.separator_id) + 1).astype(np.uint64))
-        buffer = self._output(len(ids))
+        buffer = self._outputs.take(len(ids))
         out = buffer[:len(ids)]
         np.copyto(out, ids, casting="unsafe")
         starts = np.concatenate(starts) if starts else np.empty(0, np.uint64)
