@@ -8,6 +8,11 @@ from bpe._session import Session
 
 def machine_l2_cache_bytes() -> int: ...
 
+EVERY_BATCH_GROUPED: int
+NONE_GROUPED: int
+
+def check_path_choices(group_after_misses: Optional[int], l2_cache_bytes: Optional[int]) -> None: ...
+
 def holds_any(text: str, marked: npt.NDArray[np.uint8]) -> bool: ...
 
 SHORT_CALL_CHARS: int

@@ -234,6 +234,21 @@ cdef class PreparedNeedles:
             needles_free(&self.needles)
 
 
+#: ``group_after_misses`` values that force one way (tests force each):
+#: merging a batch's new pre-tokens side by side in every batch, or never.
+EVERY_BATCH_GROUPED = 0
+NONE_GROUPED = NEVER_GROUPED
+
+
+def check_path_choices(group_after_misses, l2_cache_bytes) -> None:
+    """``EncodeKernel``'s choices among paths that give the same ids, checked (see
+    its parameters); ``bpe.encoder.EncoderOptions`` checks its own with this."""
+    if group_after_misses is not None and (type(group_after_misses) is not int or group_after_misses < -1):
+        raise ValueError(f"group_after_misses must be an int >= -1 or None, not {group_after_misses!r}")
+    if l2_cache_bytes is not None and (type(l2_cache_bytes) is not int or l2_cache_bytes < 0):
+        raise ValueError(f"l2_cache_bytes must be an int >= 0 or None, not {l2_cache_bytes!r}")
+
+
 cdef class EncodeKernel:
     """The encoding kernel of one vocabulary.
 
@@ -295,10 +310,7 @@ cdef class EncodeKernel:
         cdef const uint8_t* data = &token_data[0] if token_data.shape[0] > 0 else NULL
         if byte_ids.shape[0] != 256:
             raise ValueError(f"byte_ids has {byte_ids.shape[0]} entries, not 256")
-        if group_after_misses is not None and (type(group_after_misses) is not int or group_after_misses < -1):
-            raise ValueError(f"group_after_misses must be an int >= -1 or None, not {group_after_misses!r}")
-        if l2_cache_bytes is not None and (type(l2_cache_bytes) is not int or l2_cache_bytes < 0):
-            raise ValueError(f"l2_cache_bytes must be an int >= 0 or None, not {l2_cache_bytes!r}")
+        check_path_choices(group_after_misses, l2_cache_bytes)
         if merge_pairs is not None and (merge_pairs.shape[0] != ranked_ids.shape[0] or merge_pairs.shape[1] != 2):
             raise ValueError(f"merge_pairs is {merge_pairs.shape[0]} x {merge_pairs.shape[1]}, not "
                              f"{ranked_ids.shape[0]} x 2 (a pair for each rank)")

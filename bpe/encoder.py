@@ -16,7 +16,7 @@ from typing import ClassVar, Iterator, Mapping, Optional, Sequence
 
 import numpy as np
 
-from bpe._encode import EncodeKernel, ShortCalls
+from bpe._encode import EncodeKernel, ShortCalls, check_path_choices
 from bpe._session import SHARED_CACHE_AVAILABLE, SHORT_CACHE_SIZES, Session, SharedCache, check_slots
 from bpe._lists import PrebuiltInts, ids_to_list, ids_to_lists
 from bpe._memory import empty_written_once
@@ -65,11 +65,7 @@ class EncoderOptions:
 
     def __post_init__(self):
         check_slots(self.short_cache_slots, self.short_cache_max_slots)
-        misses, l2 = self.group_after_misses, self.l2_cache_bytes
-        if misses is not None and (type(misses) is not int or misses < -1):
-            raise ValueError(f"group_after_misses must be an int >= -1 or None, not {misses!r}")
-        if l2 is not None and (type(l2) is not int or l2 < 0):
-            raise ValueError(f"l2_cache_bytes must be an int >= 0 or None, not {l2!r}")
+        check_path_choices(self.group_after_misses, self.l2_cache_bytes)
         if type(self.merged_ids_by_offset) is not bool:
             raise ValueError(f"merged_ids_by_offset must be a bool, not {self.merged_ids_by_offset!r}")
 
