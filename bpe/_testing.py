@@ -10,11 +10,12 @@ import dataclasses
 import threading
 from typing import Iterator
 
+from bpe._encode import EVERY_BATCH_GROUPED, NONE_GROUPED
 from bpe.encoder import Encoder, EncoderOptions
 from bpe.tokenizer import Tokenizer
 
 #: The ways a cold batch's new short pre-tokens may be merged.
-MISS_PATHS = {"batched": 0, "one by one": -1}
+MISS_PATHS = {"batched": EVERY_BATCH_GROUPED, "one by one": NONE_GROUPED}
 
 _tuned: dict = {}
 
