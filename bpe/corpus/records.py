@@ -378,7 +378,11 @@ def parquet_units(source: Source, field: tuple, errors: str) -> Iterator[Records
     text_bytes = sum(metadata.row_group(g).total_byte_size for g in range(metadata.num_row_groups))
     batch_rows = int(min(max(READ_BYTES * max(metadata.num_rows, 1) // max(text_bytes, 1), 1), 1 << 16))
     row = 1
+    # pyarrow's allocator (mimalloc) keeps the pages of the batches freed, ~100
+    # MiB over a row group of code: they are given back batch by batch.
+    pool = pyarrow.default_memory_pool()
     for batch in file.iter_batches(batch_size=batch_rows, columns=[field[0]], use_threads=False):
+        pool.release_unused()
         column = batch.column(0)
         for key in field[1:]:
             if not pyarrow.types.is_struct(column.type) or column.type.get_field_index(key) < 0:
