@@ -26,6 +26,7 @@ leftmost-first result; any other tie is refused.
 from __future__ import annotations
 
 import codecs
+import hashlib
 import math
 import os
 import re
@@ -97,6 +98,10 @@ class SentencePieceTokenizer:
         self.user_defined = {p.text: i for i, p in enumerate(pieces) if p.type == USER_DEFINED}
         self._user_defined_names = list(self.user_defined)
         self._build(pieces, refuse)
+        digest = hashlib.sha256(repr((
+            [tuple(piece) for piece in pieces], model.byte_fallback, model.unk_surface, model.normalizer,
+            (model.bos_id, model.eos_id))).encode("utf-8", "surrogatepass"))
+        self._fingerprint = digest.hexdigest()
 
     # -- the kernel's vocabulary ------------------------------------------------
 
@@ -278,6 +283,36 @@ class SentencePieceTokenizer:
         bounds = offsets.tolist()
         return [ids[a:b] for a, b in zip(bounds, bounds[1:])]
 
+    def fingerprint(self) -> str:
+        """sha256 of everything in the model that decides ids and text."""
+        return self._fingerprint
+
+    # -- corpora -----------------------------------------------------------------
+
+    def encode_file(self, inputs, output, *, add_bos: bool = False, add_eos: bool = False, dtype=None,
+                    num_workers: Optional[int] = None, errors: str = "strict", progress: bool = False,
+                    text_field: str = "text", recursive: bool = False, glob: Optional[str] = None):
+        """Encode corpus files into a flat token array readable with ``bpe.open_tokens``,
+        as ``Tokenizer.encode_file`` does, with one difference: a document is
+        each record of JSON Lines or Parquet, or a whole text file (SentencePiece
+        has no separator token to find in text), and its ids are ``encode``'s,
+        with BOS and EOS as asked. The document index marks where each starts."""
+        from bpe.corpus.driver import encode_file
+
+        return encode_file(_CorpusView(self, add_bos, add_eos), inputs, output, dtype=dtype,
+                           num_workers=num_workers, errors=errors, progress=progress, text_field=text_field,
+                           recursive=recursive, glob=glob)
+
+    def encode_documents(self, texts, output, *, add_bos: bool = False, add_eos: bool = False, dtype=None,
+                         num_workers: Optional[int] = None, errors: str = "strict", progress: bool = False,
+                         text_field: str = "text"):
+        """Encode Python texts (an iterable of str, or a ``datasets`` dataset's
+        ``text_field`` column) into a token array, one document each, as ``encode_file``."""
+        from bpe.corpus.driver import encode_documents
+
+        return encode_documents(_CorpusView(self, add_bos, add_eos), texts, output, dtype=dtype,
+                                num_workers=num_workers, errors=errors, progress=progress, text_field=text_field)
+
     # -- decoding ----------------------------------------------------------------
 
     def decode(self, ids: Iterable[int]) -> str:
@@ -336,3 +371,49 @@ def from_sentencepiece(path) -> SentencePieceTokenizer:
     """Read a SentencePiece BPE ``.model`` file."""
     path = os.fspath(path)
     return SentencePieceTokenizer(read_sentencepiece(path), path)
+
+
+class _CorpusView:
+    """A SentencePiece tokenizer as ``bpe.corpus`` encodes with it (the tokenizer
+    and the encoder it asks for, in one): every text it is given (a record, a
+    whole file) is one document, normalized and encoded whole as
+    SentencePiece encodes a text. So it offers no special token (none
+    separates documents, none may cut a text) and no pattern (no cut is safe:
+    the dummy prefix belongs to a document's start)."""
+
+    special_tokens: dict = {}
+    pattern = None
+
+    def __init__(self, tokenizer: SentencePieceTokenizer, add_bos: bool, add_eos: bool):
+        self.tokenizer = tokenizer
+        self.encoder = self
+        self.n_vocab = tokenizer.n_vocab
+        self.add_bos, self.add_eos = add_bos, add_eos
+
+    def fingerprint(self) -> str:
+        # BOS and EOS change the array's bytes: a resumed run must tell them apart.
+        return hashlib.sha256(f"{self.tokenizer.fingerprint()} {self.add_bos} {self.add_eos}".encode()).hexdigest()
+
+    def token_dtype(self, dtype=None) -> np.dtype:
+        if dtype is None:
+            return np.dtype(np.uint16 if self.n_vocab <= 2**16 else np.uint32)
+        dtype = np.dtype(dtype)
+        if dtype.kind not in "iu" or np.iinfo(dtype).max < self.n_vocab - 1:
+            raise ValueError(f"dtype {dtype} cannot hold token id {self.n_vocab - 1}")
+        return dtype
+
+    def sharing_cache(self):
+        return self.tokenizer._encoder.sharing_cache()
+
+    # What the corpus writers call (``out``, a buffer they offer, is not needed:
+    # the ids are new arrays, which the writers copy from).
+    def encode_strs(self, texts: Sequence[str], allowed=(), out=None) -> tuple[np.ndarray, np.ndarray]:
+        return self.tokenizer._encode(texts, self.add_bos, self.add_eos)
+
+    def encode_utf8(self, data, allowed=(), out=None) -> np.ndarray:
+        return self.encode_strs([bytes(data).decode("utf-8")])[0]
+
+    def encode_utf8_texts(self, data: np.ndarray, offsets: np.ndarray, allowed=(),
+                          out=None) -> tuple[np.ndarray, np.ndarray]:
+        raw, bounds = bytes(data), offsets.tolist()
+        return self.encode_strs([raw[a:b].decode("utf-8") for a, b in zip(bounds, bounds[1:])])

@@ -55,6 +55,7 @@ def sandbox(tmp_path_factory):
     os.makedirs(here / "pile")
     (here / "pile" / "00.jsonl.zst").write_bytes(zstandard.ZstdCompressor().compress(lines))
     (here / "dump.jsonl.gz").write_bytes(gzip.compress(lines))
+    (here / "corpus.jsonl").write_bytes(lines)
     os.makedirs(here / "fineweb")
     for k in range(2):
         pyarrow.parquet.write_table(pyarrow.table({"text": records[k::2]}), here / "fineweb" / f"{k:03d}.parquet")

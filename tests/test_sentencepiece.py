@@ -281,3 +281,34 @@ def test_mistral_models_on_random_text(mistral, atoms, text):
     tok, sp = mistral
     for sample in ("".join(atoms), text):
         assert tok.encode(sample) == sp.encode(sample), sample
+
+
+def test_corpora_encode_each_document_whole(tmp_path, trained):
+    """encode_file and encode_documents: a record (or a whole text file) is a
+    document, its ids sentencepiece's, with BOS and EOS as asked; the index
+    marks where each starts; the ids are the same for any number of workers."""
+    import json
+
+    data = trained["byte_fallback"]
+    model = tmp_path / "tokenizer.model"
+    model.write_bytes(data)
+    tok, sp = bpe.load(model), spm.SentencePieceProcessor(model_proto=data)
+    documents = [" Leading space", "two  spaces\tand a tab\n", "", "日本語 and 🦜", "x" * 5000, "<sep> [X]"] * 30
+    (tmp_path / "docs.jsonl").write_text("".join(json.dumps({"text": d}) + "\n" for d in documents))
+    expected = [sp.encode(d, add_bos=True) for d in documents]
+    for workers in (1, 2):
+        out = tmp_path / f"records{workers}.bin"
+        tok.encode_file(tmp_path / "docs.jsonl", out, add_bos=True, num_workers=workers)
+        ids, starts = bpe.open_tokens(out), bpe.read_document_index(out)
+        assert np.asarray(ids).tolist() == [i for e in expected for i in e]
+        assert starts.tolist() == np.cumsum([0] + [len(e) for e in expected[:-1]]).tolist()
+    tok.encode_documents(iter(documents), tmp_path / "texts.bin", add_eos=True)
+    assert np.asarray(bpe.open_tokens(tmp_path / "texts.bin")).tolist() == \
+        [i for d in documents for i in sp.encode(d, add_eos=True)]
+    whole = "\n\n".join(documents)
+    (tmp_path / "book.txt").write_text(whole)
+    tok.encode_file(tmp_path / "book.txt", tmp_path / "book.bin")
+    assert np.asarray(bpe.open_tokens(tmp_path / "book.bin")).tolist() == sp.encode(whole)
+    # BOS and EOS are part of what a resumed run compares.
+    from bpe.sentencepiece import _CorpusView
+    assert len({_CorpusView(tok, bos, eos).fingerprint() for bos in (0, 1) for eos in (0, 1)}) == 4
