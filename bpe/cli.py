@@ -18,6 +18,7 @@ import warnings
 import bpe
 from bpe.errors import BpeError, CorpusDecodeError, CorpusRecordError
 from bpe.files import checked_utf8, refuse_overwriting_inputs
+from bpe.sentencepiece import SentencePieceTokenizer
 from bpe.corpus.records import Problems, units
 from bpe.corpus.sources import find_sources
 from bpe.view import TokenView, color_wanted, render_terminal, write_html
@@ -253,7 +254,7 @@ def cmd_show(args) -> None:
         raise UserError("give a FILE to show (- for standard input) or --text TEXT, not both")
     prices = _parse_prices(args.price)
     names = [name.strip() for name in args.tokenizer.split(",") if name.strip()]
-    tokenizers = {name: _load_tokenizer(name) for name in names}
+    tokenizers = {name: _byte_level(name, _load_tokenizer(name), "show") for name in names}
     if args.html and args.file not in (None, "-"):
         refuse_overwriting_inputs([args.html], [args.file])
     if args.text is not None:
@@ -330,8 +331,16 @@ def _show_file(path: str, tokenizers: dict, max_chars: int, errors: str) -> list
     return views
 
 
+def _byte_level(name: str, tok, command: str):
+    """``tok``, unless it is a SentencePiece model, which ``command`` does not read yet."""
+    if isinstance(tok, SentencePieceTokenizer):
+        raise UserError(f"{name} is a SentencePiece model, which 'bpe {command}' does not read yet; "
+                        "'bpe encode', 'bpe decode' and 'bpe count' read it")
+    return tok
+
+
 def cmd_inspect(args) -> None:
-    tok = _load_tokenizer(args.tokenizer)
+    tok = _byte_level(args.tokenizer, _load_tokenizer(args.tokenizer), "inspect")
     longest = _longest_tokens(tok, args.top)
     n_tokens = len(tok.vocab)
     unused = tok.n_vocab - n_tokens

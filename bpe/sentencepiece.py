@@ -268,6 +268,14 @@ class SentencePieceTokenizer:
         BOS and EOS only when asked for, as there."""
         return ids_to_list(self._encode([text], add_bos, add_eos)[0], self._ints)
 
+    def encode_ordinary(self, text: str) -> list[int]:
+        """``encode(text)``: no id but the text's (for code written for ``Tokenizer``)."""
+        return self.encode(text)
+
+    def count(self, text: str) -> int:
+        """How many ids ``encode(text)`` gives."""
+        return len(self._encode([text], False, False)[0])
+
     def encode_to_numpy(self, text: str, *, add_bos: bool = False, add_eos: bool = False) -> np.ndarray:
         """The ids of ``text`` as a uint32 array."""
         return self._encode([text], add_bos, add_eos)[0]
@@ -391,8 +399,9 @@ class _CorpusView:
         self.add_bos, self.add_eos = add_bos, add_eos
 
     def fingerprint(self) -> str:
-        # BOS and EOS change the array's bytes: a resumed run must tell them apart.
-        return hashlib.sha256(f"{self.tokenizer.fingerprint()} {self.add_bos} {self.add_eos}".encode()).hexdigest()
+        # The model's: the array is its ids (with BOS and EOS, as separators are
+        # with other tokenizers), and decoding it checks it was encoded with it.
+        return self.tokenizer.fingerprint()
 
     def token_dtype(self, dtype=None) -> np.dtype:
         if dtype is None:

@@ -28,7 +28,7 @@ from bpe.patterns import (canonical_pattern, compile_pattern, find_safe_cut, nat
                           regex_pretokens)
 from bpe.pretrained import (ALIASES, FINGERPRINTS, MODEL_TO_ENCODING, PRETRAINED, encoding_name_for_model,
                             pretrained_table)
-from bpe.sentencepiece import from_sentencepiece
+from bpe.sentencepiece import SentencePieceTokenizer, from_sentencepiece
 from bpe.specials import refuse_disallowed, special_policy, special_spans
 from bpe.vocabulary import Merges, Ranks, Rule, Vocabulary, merge_pairs, ranks_from_merges, rule_records
 from bpe.workers import map_on_threads
@@ -745,6 +745,14 @@ class Tokenizer:
         by tiktoken's rule."""
         path = os.fspath(path)
         return cls._from_rank_table(read_tiktoken_table(path), dict(special_tokens or {}), pattern, path)
+
+    @staticmethod
+    def from_sentencepiece(path) -> "SentencePieceTokenizer":
+        """Read a SentencePiece BPE ``tokenizer.model`` (Llama 2, Mistral 7B): a
+        ``bpe.sentencepiece.SentencePieceTokenizer``, which encodes as
+        sentencepiece does (another algorithm than this class's, on the same
+        kernel). ``bpe.load`` finds these files too."""
+        return from_sentencepiece(path)
 
     def to_tiktoken(self, path) -> str:
         """Write the ordinary tokens as a tiktoken rank file (rank = id).

@@ -231,6 +231,7 @@ def test_load_tells_a_sentencepiece_model_from_a_rank_file(tmp_path, trained):
         tok = bpe.load(where)
         assert isinstance(tok, SentencePieceTokenizer)
         assert tok.encode("Hello there, 日本!") == sp.encode("Hello there, 日本!")
+    assert bpe.Tokenizer.from_sentencepiece(model).encode("Hello there") == sp.encode("Hello there")
     (tmp_path / "ranks.model").write_text("IQ== 0\n")
     with pytest.raises(ValueError, match="tiktoken rank file"):
         bpe.load(tmp_path / "ranks.model")
@@ -309,6 +310,35 @@ def test_corpora_encode_each_document_whole(tmp_path, trained):
     (tmp_path / "book.txt").write_text(whole)
     tok.encode_file(tmp_path / "book.txt", tmp_path / "book.bin")
     assert np.asarray(bpe.open_tokens(tmp_path / "book.bin")).tolist() == sp.encode(whole)
-    # BOS and EOS are part of what a resumed run compares.
-    from bpe.sentencepiece import _CorpusView
-    assert len({_CorpusView(tok, bos, eos).fingerprint() for bos in (0, 1) for eos in (0, 1)}) == 4
+    assert bpe.read_metadata(tmp_path / "book.bin")["tokenizer_fingerprint"] == tok.fingerprint()
+
+
+def test_the_bpe_command_reads_a_sentencepiece_model(tmp_path, trained):
+    """encode, decode and count through the real command; show and inspect
+    say in one line that they do not read it yet."""
+    import json
+    import subprocess
+    import sys
+
+    def run(*args, stdin=None):
+        return subprocess.run([sys.executable, "-m", "bpe", *args], capture_output=True, text=True, input=stdin,
+                              cwd=tmp_path, timeout=300)
+
+    data = trained["byte_fallback"]
+    (tmp_path / "tokenizer.model").write_bytes(data)
+    sp = spm.SentencePieceProcessor(model_proto=data)
+    documents = ["Hello there, world.", "  Two  spaces 日本 "]
+    (tmp_path / "c.jsonl").write_text("".join(json.dumps({"text": d}) + "\n" for d in documents))
+    result = run("encode", "c.jsonl", "-o", "out.bin", "--tokenizer", "tokenizer.model")
+    assert result.returncode == 0, result.stderr
+    assert np.asarray(bpe.open_tokens(tmp_path / "out.bin")).tolist() == sp.encode(documents[0]) + sp.encode(documents[1])
+    result = run("decode", "out.bin", "--tokenizer", "tokenizer.model")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.rstrip("\n") == sp.decode(sp.encode(documents[0]) + sp.encode(documents[1]))
+    result = run("count", "c.jsonl", "--tokenizer", "tokenizer.model,gpt2")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[1].split()[:2] == ["tokenizer.model", str(sum(len(sp.encode(d)) for d in documents))]
+    for command in (["show", "--text", "hi", "--tokenizer", "tokenizer.model"], ["inspect", "tokenizer.model"]):
+        result = run(*command)
+        assert result.returncode != 0 and "Traceback" not in result.stderr
+        assert "tokenizer.model is a SentencePiece model, which 'bpe " in result.stderr
