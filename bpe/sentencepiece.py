@@ -35,14 +35,15 @@ from typing import Iterable, Optional, Sequence
 import numpy as np
 
 from bpe._lists import PrebuiltInts, ids_to_list, ids_to_lists
-from bpe.encoder import Encoder
+from bpe.encoder import Encoder, utf8
 from bpe.errors import TokenizerFileError
 from bpe.flat import flatten
 from bpe.formats.sentencepiece import (BYTE, CONTROL, MODEL_TYPES, NORMAL, TYPE_NAMES, UNKNOWN, UNUSED,
                                        USER_DEFINED, SentencePieceFile, read_sentencepiece)
 
 SPACE = "\u2581"                     # ▁, which stands for a space in pieces
-_SPACE_RUNS = re.compile(" {2,}")
+_SPACE_UTF8 = SPACE.encode("utf-8")
+_SPACE_RUNS = re.compile(b" {2,}")
 #: The cuts before each run of ▁ alone, for models with pieces that hold a tab or a line feed.
 WORDS = f"{SPACE}+[^{SPACE}]*|[^{SPACE}]+"
 
@@ -203,20 +204,27 @@ class SentencePieceTokenizer:
         with one in front; with ``remove_extra_whitespaces``, no spaces in front,
         runs of spaces as one, and no ``▁`` at the end (a ``▁`` of the text's
         own too)."""
+        return self._normalized_utf8(text).decode("utf-8")
+
+    def _normalized_utf8(self, text: str) -> bytes:
+        """``normalize(text)`` as UTF-8, made on the bytes: a str holding ``▁`` is
+        no longer ASCII, and converting it to UTF-8 took a tenth of the time."""
+        data = utf8(text)
         if self.remove_extra_whitespaces:
-            text = text.lstrip(" ")
-            if "  " in text:
-                text = _SPACE_RUNS.sub(" ", text)
-        if not text:
-            return text
-        space = SPACE if self.escape_whitespaces else " "
+            data = data.lstrip(b" ")
+            if b"  " in data:
+                data = _SPACE_RUNS.sub(b" ", data)
+        if not data:
+            return data
+        space = _SPACE_UTF8 if self.escape_whitespaces else b" "
         if self.escape_whitespaces:
-            text = text.replace(" ", SPACE)
+            data = data.replace(b" ", space)
         if self.add_dummy_prefix:
-            text = space + text
+            data = space + data
         if self.remove_extra_whitespaces:
-            text = text.rstrip(space)
-        return text
+            while data.endswith(space):
+                data = data[:-len(space)]
+        return data
 
     def _finish(self, ids: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The kernel's ids of each text (``ids[offsets[t]:offsets[t + 1]]``) as
@@ -251,8 +259,11 @@ class SentencePieceTokenizer:
             if wanted and not (0 <= token_id < self.n_vocab and self._types[token_id] == CONTROL):
                 raise ValueError(f"{self.source or 'the model'}: add_{name}: the model's {name}_id is "
                                  f"{token_id}, not a control piece")
-        ids, offsets = self._finish(*self._encoder.encode_strs([self.normalize(text) for text in texts],
-                                                               self._user_defined_names))
+        normalized = [self._normalized_utf8(text) for text in texts]
+        offsets = np.zeros(len(normalized) + 1, dtype=np.int64)
+        np.cumsum([len(data) for data in normalized], out=offsets[1:])
+        data = np.frombuffer(b"".join(normalized), dtype=np.uint8)
+        ids, offsets = self._finish(*self._encoder.encode_utf8_texts(data, offsets, self._user_defined_names))
         if add_bos or add_eos:
             bounds = offsets.tolist()
             before = [self.bos_id] if add_bos else []
