@@ -120,6 +120,9 @@ def cmd_encode(args) -> None:
     # --rank or --world-size given, even 0 of 1, asks for shards (a job array of one).
     sharded = (args.ray is not None or args.shard_mb is not None or args.rank is not None
                or args.world_size is not None)
+    if sharded and isinstance(tok, SentencePieceTokenizer):
+        raise UserError(f"{args.tokenizer} is a SentencePiece model, which 'bpe encode' writes as one array; "
+                        "leave out --shard-mb, --rank, --world-size and --ray")
     if args.ray is not None:
         from bpe import distributed
 

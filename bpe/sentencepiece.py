@@ -64,8 +64,9 @@ class SentencePieceTokenizer:
             raise refuse("trainer_spec.model_type", f"{kind}; bpe reads SentencePiece's BPE models only")
         for field, spec in (("normalizer_spec", model.normalizer), ("denormalizer_spec", model.denormalizer)):
             if spec.precompiled_charsmap:
-                raise refuse(f"{field}.name", f"{spec.name!r} normalizes with a character map, which bpe "
-                                              "does not apply; only 'identity' is read")
+                raise refuse(f"{field}.precompiled_charsmap", f"{spec.name!r} normalizes with a character "
+                                                              "map, which bpe does not apply; only 'identity' "
+                                                              "is read")
         if model.treat_whitespace_as_suffix:
             raise refuse("trainer_spec.treat_whitespace_as_suffix", "true; bpe reads prefix ▁ models only")
         self.add_dummy_prefix = model.normalizer.add_dummy_prefix
@@ -97,6 +98,11 @@ class SentencePieceTokenizer:
         if self.unk_id != model.unk_id:
             raise refuse("trainer_spec.unk_id", f"{model.unk_id}, but the unknown piece is {self.unk_id}")
         self.user_defined = {p.text: i for i, p in enumerate(pieces) if p.type == USER_DEFINED}
+        spaced = [text for text in self.user_defined if " " in text]
+        if spaced and self.remove_extra_whitespaces:
+            raise refuse(f"pieces[{self.user_defined[spaced[0]]}]",
+                         f"the user-defined {spaced[0]!r} holds a space, whose run sentencepiece's normalizer keeps "
+                         "where remove_extra_whitespaces shortens every other; bpe does not read that yet")
         self._user_defined_names = list(self.user_defined)
         self._build(pieces, refuse)
         digest = hashlib.sha256(repr((
@@ -116,6 +122,10 @@ class SentencePieceTokenizer:
                 if match is None:
                     raise refuse(f"pieces[{index}]", f"{piece.text!r} is a byte piece not named <0xNN>")
                 byte_piece[int(match.group(1), 16)] = index
+        if not self.byte_fallback and max(byte_piece) >= 0:
+            index = max(byte_piece)
+            raise refuse(f"pieces[{index}]", f"{pieces[index].text!r} is a byte piece, but trainer_spec.byte_fallback "
+                                             "is false (sentencepiece refuses such a model)")
         if self.byte_fallback and min(byte_piece) < 0:
             raise refuse("pieces", f"byte_fallback is on, but no piece is <0x{byte_piece.index(-1):02X}>")
         normal = [(index, piece) for index, piece in enumerate(pieces) if piece.type == NORMAL]
@@ -133,7 +143,7 @@ class SentencePieceTokenizer:
                     ids[token] = byte_piece[b]
                 else:
                     ids[token] = extra
-                    fallback[extra] = [byte_piece[b]] if self.byte_fallback else [self.unk_id]
+                    fallback[extra] = [self.unk_id]          # (with byte fallback every byte has a piece)
                     extra += 1
             byte_ids[b] = ids[token]
         # Every character of a piece, made from its bytes: its proper prefixes
@@ -150,7 +160,7 @@ class SentencePieceTokenizer:
                     fallback[extra] = [byte_piece[b] if self.byte_fallback else self.unk_id for b in part]
                     extra += 1
                 made.append(part)
-        made = sorted(set(made), key=len)
+        made = sorted(set(made), key=lambda part: (len(part), part))
         # Pieces of several characters, ranked by score (highest first).
         merged = [(_score_key(piece.score), index, piece.text) for index, piece in normal if len(piece.text) > 1]
         merged.sort(key=lambda item: item[0], reverse=True)
@@ -162,11 +172,7 @@ class SentencePieceTokenizer:
                 stop += 1
             group = merged[start:stop]
             if len(group) > 1:
-                if not all(len(set(text)) == 1 for _, _, text in group) or len({text[0] for _, _, text in group}) != 1:
-                    a, b = group[0], group[1]
-                    raise refuse(f"pieces[{b[1]}]", f"{b[2]!r} has the score of piece {a[1]} ({a[2]!r}), "
-                                                    f"{a[0][0]}; bpe ranks equal scores only among runs of "
-                                                    "one character")
+                self._check_tie(group, merged, refuse)
                 group.sort(key=lambda item: -len(item[2]))
             ranked_pieces.extend(index for _, index, _ in group)
             start = stop
@@ -197,6 +203,21 @@ class SentencePieceTokenizer:
         self._types = [piece.type for piece in pieces]
         self._byte_of = {index: int(piece.text[3:5], 16) for index, piece in enumerate(pieces) if piece.type == BYTE}
 
+    @staticmethod
+    def _check_tie(group, merged, refuse) -> None:
+        """Pieces of equal score (``(key, id, text)``) merge leftmost first, which
+        ranking the longer first reproduces only where they are every run of one
+        character that the model holds (``▁▁`` to ``▁`` * 16 in Mistral's);
+        anything else is refused. (``▁▁`` -1, ``▁▁▁`` -2 and a tie of ``▁▁▁▁``
+        and ``▁▁▁▁▁`` would not be.)"""
+        a, b = group[0], group[1]
+        character = a[2][0]
+        runs = {text for _, _, text in merged if set(text) == {character}}
+        if not all(set(text) == {character} for _, _, text in group) or runs != {text for _, _, text in group}:
+            raise refuse(f"pieces[{b[1]}]", f"{b[2]!r} has the score of piece {a[1]} ({a[2]!r}), {a[0][0]}; bpe "
+                                            "ranks equal scores only where they are all the runs of one character "
+                                            "the model holds")
+
     # -- encoding ----------------------------------------------------------------
 
     def normalize(self, text: str) -> str:
@@ -222,8 +243,10 @@ class SentencePieceTokenizer:
         if self.add_dummy_prefix:
             data = space + data
         if self.remove_extra_whitespaces:
-            while data.endswith(space):
-                data = data[:-len(space)]
+            end = len(data)
+            while data.endswith(space, 0, end):
+                end -= len(space)
+            data = data[:end]
         return data
 
     def _finish(self, ids: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -425,8 +448,10 @@ class _CorpusView:
     def sharing_cache(self):
         return self.tokenizer._encoder.sharing_cache()
 
-    # What the corpus writers call (``out``, a buffer they offer, is not needed:
-    # the ids are new arrays, which the writers copy from).
+    # What the corpus writers call. ``out``, the buffer they offer for the ids
+    # (one per byte), goes unused: a document may have more ids than bytes (the
+    # dummy prefix, BOS, EOS), so the ids are new arrays, which the writers copy
+    # from and make room for.
     def encode_strs(self, texts: Sequence[str], allowed=(), out=None) -> tuple[np.ndarray, np.ndarray]:
         return self.tokenizer._encode(texts, self.add_bos, self.add_eos)
 

@@ -847,7 +847,7 @@ def _is_sentencepiece(path: str) -> bool:
         return looks_like_sentencepiece(file.read(16))
 
 
-def load(name_or_path) -> Tokenizer:
+def load(name_or_path) -> Union[Tokenizer, SentencePieceTokenizer]:
     """Load a vocabulary shipped in the package by name, offline (every encoding
     tiktoken knows: "gpt2" or "r50k_base", "p50k_base", "p50k_edit",
     "cl100k_base", "o200k_base", "o200k_harmony"; a model's name too, as
@@ -884,7 +884,7 @@ def load(name_or_path) -> Tokenizer:
     if os.path.isfile(path) and _is_sentencepiece(path):      # tokenizer.model, or Mistral's .model.v3
         return from_sentencepiece(path)
     if path.endswith((".tiktoken", ".tiktoken.gz", ".model")) and os.path.exists(path):
-        raise ValueError(f"{path}: a tiktoken rank file (or a SentencePiece model) holds no pattern: read it with "
+        raise ValueError(f"{path}: a tiktoken rank file holds no pattern: read it with "
                          "bpe.Tokenizer.from_tiktoken(path, pattern=..., special_tokens=...)")
     if not os.path.exists(path) and isinstance(name_or_path, str) and os.sep not in name_or_path:
         try:

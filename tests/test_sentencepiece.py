@@ -193,9 +193,36 @@ def test_pieces_that_cross_the_cuts_keep_their_text_whole(piece, pattern):
         assert tok.encode(text) == sp.encode(text), text
 
 
-def test_ties_other_than_runs_are_refused():
+def test_ties_other_than_every_run_of_a_character_are_refused():
     with pytest.raises(TokenizerFileError, match=r"'bc' has the score of piece \d+ \('ab'\)"):
         SentencePieceTokenizer(parse(crafted(LETTERS + [("ab", -1.0), ("bc", -1.0)])), "crafted")
+    # Ranking the longer run first would give ▁▁ ▁▁▁▁▁ for seven spaces; sentencepiece gives ▁▁▁▁ ▁▁▁.
+    runs = [("\u2581" * 2, -1.0), ("\u2581" * 3, -2.0), ("\u2581" * 4, -5.0), ("\u2581" * 5, -5.0)]
+    with pytest.raises(TokenizerFileError, match="all the runs of one character"):
+        SentencePieceTokenizer(parse(crafted(LETTERS + runs)), "crafted")
+
+
+def test_what_sentencepiece_itself_refuses_or_keeps_apart_is_refused():
+    with_bytes = model_pb2.ModelProto()
+    with_bytes.ParseFromString(crafted(LETTERS, byte_fallback=True))
+    with_bytes.trainer_spec.byte_fallback = False
+    with pytest.raises(TokenizerFileError, match="is a byte piece, but trainer_spec.byte_fallback is false"):
+        SentencePieceTokenizer(parse(with_bytes.SerializeToString()), "crafted")
+    spaced = model_pb2.ModelProto()
+    spaced.ParseFromString(crafted(LETTERS, remove_extra_whitespaces=True))
+    spaced.pieces.add(piece="    ", score=0.0, type=4)
+    with pytest.raises(TokenizerFileError, match="the user-defined '    ' holds a space"):
+        SentencePieceTokenizer(parse(spaced.SerializeToString()), "crafted")
+    spaced.normalizer_spec.remove_extra_whitespaces = False        # then nothing is shortened: read exactly
+    tok, sp = pair(spaced.SerializeToString())
+    for text in ["a    b", "    ", " a  b    c "]:
+        assert tok.encode(text) == sp.encode(text)
+
+
+def test_a_long_run_of_trailing_spaces_takes_linear_time(trained):
+    tok, sp = pair(trained["byte_fallback"])
+    text = "word" + "\u2581" * 200_000 + " " * 200_000
+    assert tok.encode(text) == sp.encode(text)
 
 
 def test_what_bpe_does_not_read_is_refused_naming_the_field():
@@ -206,7 +233,8 @@ def test_what_bpe_does_not_read_is_refused_naming_the_field():
     proto.ParseFromString(crafted(LETTERS))
     proto.normalizer_spec.name = "nmt_nfkc"
     proto.normalizer_spec.precompiled_charsmap = b"\x00" * 8
-    with pytest.raises(TokenizerFileError, match="normalizer_spec.name: 'nmt_nfkc' normalizes with a character map"):
+    with pytest.raises(TokenizerFileError,
+                       match="normalizer_spec.precompiled_charsmap: 'nmt_nfkc' normalizes with a character map"):
         SentencePieceTokenizer(parse(proto.SerializeToString()), "crafted")
 
 
@@ -311,6 +339,11 @@ def test_corpora_encode_each_document_whole(tmp_path, trained):
     tok.encode_file(tmp_path / "book.txt", tmp_path / "book.bin")
     assert np.asarray(bpe.open_tokens(tmp_path / "book.bin")).tolist() == sp.encode(whole)
     assert bpe.read_metadata(tmp_path / "book.bin")["tokenizer_fingerprint"] == tok.fingerprint()
+    # More ids than bytes (the dummy prefix, BOS, EOS), into uint16.
+    (tmp_path / "nl.txt").write_text("\n")
+    tok.encode_file(tmp_path / "nl.txt", tmp_path / "nl.bin", add_bos=True, add_eos=True)
+    assert np.asarray(bpe.open_tokens(tmp_path / "nl.bin")).tolist() == sp.encode("\n", add_bos=True, add_eos=True)
+    assert bpe.open_tokens(tmp_path / "nl.bin").dtype == np.uint16
 
 
 def test_the_bpe_command_reads_a_sentencepiece_model(tmp_path, trained):
@@ -338,6 +371,9 @@ def test_the_bpe_command_reads_a_sentencepiece_model(tmp_path, trained):
     result = run("count", "c.jsonl", "--tokenizer", "tokenizer.model,gpt2")
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[1].split()[:2] == ["tokenizer.model", str(sum(len(sp.encode(d)) for d in documents))]
+    result = run("encode", "c.jsonl", "-o", "shards", "--tokenizer", "tokenizer.model", "--shard-mb", "1")
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert "leave out --shard-mb, --rank, --world-size and --ray" in result.stderr
     for command in (["show", "--text", "hi", "--tokenizer", "tokenizer.model"], ["inspect", "tokenizer.model"]):
         result = run(*command)
         assert result.returncode != 0 and "Traceback" not in result.stderr

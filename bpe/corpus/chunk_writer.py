@@ -89,7 +89,7 @@ class ChunkBuffers:
     """Reusable arrays for encoding chunks of up to ``len(raw)`` bytes."""
 
     raw: np.ndarray            # the chunk's bytes
-    ids: np.ndarray            # its ids, uint32 (at most one per byte)
+    ids: np.ndarray            # its ids, uint32 (at most one per byte, but for SentencePiece's extras)
     narrow: np.ndarray         # the ids in the output dtype
     is_separator: np.ndarray   # where the separator token is
 
@@ -156,6 +156,9 @@ class ChunkWriter:
             buffers = ChunkBuffers.for_bytes(len(data), settings.dtype)
         ids = self.encoder.encode_utf8(data, settings.allowed, buffers.ids)
         n_tokens = len(ids)
+        if n_tokens > len(buffers.narrow):
+            # More ids than bytes: a SentencePiece model's dummy prefix and BOS/EOS.
+            buffers = ChunkBuffers.for_bytes(n_tokens, settings.dtype)
         if settings.dtype != np.uint32:
             narrow = buffers.narrow[:n_tokens]
             np.copyto(narrow, ids, casting="unsafe")   # ids < n_vocab: the dtype was checked to hold them
