@@ -120,6 +120,9 @@ def cmd_encode(args) -> None:
     # --rank or --world-size given, even 0 of 1, asks for shards (a job array of one).
     sharded = (args.ray is not None or args.shard_mb is not None or args.rank is not None
                or args.world_size is not None)
+    if (args.add_bos or args.add_eos) and not isinstance(tok, SentencePieceTokenizer):
+        raise UserError(f"--add-bos and --add-eos are for SentencePiece models; {args.tokenizer} separates "
+                        "documents with its first special token")
     if sharded and isinstance(tok, SentencePieceTokenizer):
         raise UserError(f"{args.tokenizer} is a SentencePiece model, which 'bpe encode' writes as one array; "
                         "leave out --shard-mb, --rank, --world-size and --ray")
@@ -138,8 +141,10 @@ def cmd_encode(args) -> None:
                                     num_workers=args.workers, errors=args.errors,
                                     progress=_show_progress(args), **_corpus_options(args))
     else:
+        framing = {"add_bos": args.add_bos, "add_eos": args.add_eos} if isinstance(tok, SentencePieceTokenizer) else {}
         summary = tok.encode_file(args.files, args.output, dtype=args.dtype, num_workers=args.workers,
-                                  errors=args.errors, progress=_show_progress(args), **_corpus_options(args))
+                                  errors=args.errors, progress=_show_progress(args), **framing,
+                                  **_corpus_options(args))
         for note in (summary.skipped, summary.problems):
             if note:
                 print(f"note: {note}", file=sys.stderr)
@@ -440,6 +445,9 @@ def build_parser() -> argparse.ArgumentParser:
     encode.add_argument("--workers", type=int, default=None, help="threads (default: all cores)")
     encode.add_argument("--dtype", default=None, choices=["uint16", "uint32"],
                         help="the ids' type on disk (default: the smallest that fits)")
+    encode.add_argument("--add-bos", action="store_true",
+                        help="a SentencePiece model's BOS id before each document (as sentencepiece's add_bos)")
+    encode.add_argument("--add-eos", action="store_true", help="... and its EOS id after each")
     encode.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
     _add_corpus_options(encode)
     encode.set_defaults(run=cmd_encode)

@@ -365,6 +365,12 @@ def test_the_bpe_command_reads_a_sentencepiece_model(tmp_path, trained):
     result = run("encode", "c.jsonl", "-o", "out.bin", "--tokenizer", "tokenizer.model")
     assert result.returncode == 0, result.stderr
     assert np.asarray(bpe.open_tokens(tmp_path / "out.bin")).tolist() == sp.encode(documents[0]) + sp.encode(documents[1])
+    result = run("encode", "c.jsonl", "-o", "framed.bin", "--tokenizer", "tokenizer.model", "--add-bos", "--add-eos")
+    assert result.returncode == 0, result.stderr
+    assert np.asarray(bpe.open_tokens(tmp_path / "framed.bin")).tolist() == \
+        [i for d in documents for i in sp.encode(d, add_bos=True, add_eos=True)]
+    result = run("encode", "c.jsonl", "-o", "gpt2.bin", "--tokenizer", "gpt2", "--add-bos")
+    assert result.returncode != 0 and "--add-bos and --add-eos are for SentencePiece models" in result.stderr
     result = run("decode", "out.bin", "--tokenizer", "tokenizer.model")
     assert result.returncode == 0, result.stderr
     assert result.stdout.rstrip("\n") == sp.decode(sp.encode(documents[0]) + sp.encode(documents[1]))
