@@ -431,6 +431,7 @@ class _CorpusView:
         self.encoder = self
         self.n_vocab = tokenizer.n_vocab
         self.add_bos, self.add_eos = add_bos, add_eos
+        self.framing = {"add_bos": add_bos, "add_eos": add_eos}      # recorded in the array's sidecar
 
     def fingerprint(self) -> str:
         # The model's: the array is its ids (with BOS and EOS, as separators are

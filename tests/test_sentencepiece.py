@@ -339,6 +339,8 @@ def test_corpora_encode_each_document_whole(tmp_path, trained):
     tok.encode_file(tmp_path / "book.txt", tmp_path / "book.bin")
     assert np.asarray(bpe.open_tokens(tmp_path / "book.bin")).tolist() == sp.encode(whole)
     assert bpe.read_metadata(tmp_path / "book.bin")["tokenizer_fingerprint"] == tok.fingerprint()
+    settings = bpe.read_metadata(tmp_path / "records1.bin")["encoding_settings"]
+    assert (settings["add_bos"], settings["add_eos"]) == (True, False)
     # More ids than bytes (the dummy prefix, BOS, EOS), into uint16.
     (tmp_path / "nl.txt").write_text("\n")
     tok.encode_file(tmp_path / "nl.txt", tmp_path / "nl.bin", add_bos=True, add_eos=True)

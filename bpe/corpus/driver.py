@@ -151,8 +151,10 @@ def encoding_settings(tokenizer, dtype, allowed_special, errors: str, text_field
     """Everything besides the tokenizer and the input ranges that changes the bytes
     of a token array: what a resumed run compares before it keeps one."""
     allowed, _ = special_policy(tokenizer.special_tokens, allowed_special, ())
+    # ``framing``: the ids a tokenizer puts around each document besides a
+    # separator (a SentencePiece model's BOS and EOS, ``bpe.sentencepiece``).
     return {"dtype": tokenizer.token_dtype(dtype).name, "allowed_special": sorted(allowed),
-            "errors": check_errors(errors), "text_field": text_field}
+            "errors": check_errors(errors), "text_field": text_field, **getattr(tokenizer, "framing", {})}
 
 
 def ranges_fingerprint(chunks: Sequence[Chunk]) -> str:
