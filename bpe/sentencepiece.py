@@ -40,6 +40,7 @@ from bpe.errors import TokenizerFileError
 from bpe.flat import flatten
 from bpe.formats.sentencepiece import (BYTE, CONTROL, MODEL_TYPES, NORMAL, TYPE_NAMES, UNKNOWN, UNUSED,
                                        USER_DEFINED, SentencePieceFile, read_sentencepiece)
+from bpe.vocabulary import ids_dtype
 
 SPACE = "\u2581"                     # ▁, which stands for a space in pieces
 _SPACE_UTF8 = SPACE.encode("utf-8")
@@ -439,12 +440,7 @@ class _CorpusView:
         return self.tokenizer.fingerprint()
 
     def token_dtype(self, dtype=None) -> np.dtype:
-        if dtype is None:
-            return np.dtype(np.uint16 if self.n_vocab <= 2**16 else np.uint32)
-        dtype = np.dtype(dtype)
-        if dtype.kind not in "iu" or np.iinfo(dtype).max < self.n_vocab - 1:
-            raise ValueError(f"dtype {dtype} cannot hold token id {self.n_vocab - 1}")
-        return dtype
+        return ids_dtype(self.n_vocab, dtype)
 
     def sharing_cache(self):
         return self.tokenizer._encoder.sharing_cache()

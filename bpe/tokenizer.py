@@ -30,7 +30,8 @@ from bpe.pretrained import (ALIASES, FINGERPRINTS, MODEL_TO_ENCODING, PRETRAINED
                             pretrained_table)
 from bpe.sentencepiece import SentencePieceTokenizer, from_sentencepiece
 from bpe.specials import refuse_disallowed, special_policy, special_spans
-from bpe.vocabulary import Merges, Ranks, Rule, Vocabulary, merge_pairs, ranks_from_merges, rule_records
+from bpe.vocabulary import (Merges, Ranks, Rule, Vocabulary, ids_dtype, merge_pairs, ranks_from_merges,
+                            rule_records)
 from bpe.workers import map_on_threads
 
 if TYPE_CHECKING:
@@ -343,12 +344,7 @@ class Tokenizer:
 
     def token_dtype(self, dtype=None) -> np.dtype:
         """``dtype`` checked to hold every id; None: uint16 when every id fits, else uint32."""
-        if dtype is None:
-            return np.dtype(np.uint16 if self.n_vocab <= 2**16 else np.uint32)
-        dtype = np.dtype(dtype)
-        if dtype.kind not in "iu" or np.iinfo(dtype).max < self.n_vocab - 1:
-            raise ValueError(f"dtype {dtype} cannot hold token id {self.n_vocab - 1}")
-        return dtype
+        return ids_dtype(self.n_vocab, dtype)
 
     def encode_batch(self, texts: Sequence[str], *, num_threads: Optional[int] = None,
                      allowed_special="all", disallowed_special=(),

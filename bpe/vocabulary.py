@@ -64,6 +64,17 @@ class Merges(NamedTuple):
 Rule = Union[Ranks, Merges]
 
 
+def ids_dtype(n_vocab: int, dtype=None) -> np.dtype:
+    """``dtype`` checked to hold every id below ``n_vocab``; None: uint16 when every
+    id fits, else uint32 (what a token array of them is written as)."""
+    if dtype is None:
+        return np.dtype(np.uint16 if n_vocab <= 2**16 else np.uint32)
+    dtype = np.dtype(dtype)
+    if dtype.kind not in "iu" or np.iinfo(dtype).max < n_vocab - 1:
+        raise ValueError(f"dtype {dtype} cannot hold token id {n_vocab - 1}")
+    return dtype
+
+
 def _is_id(value) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
