@@ -14,10 +14,12 @@ import sys
 import threading
 import time
 import warnings
+from collections import Counter
 
 import bpe
 from bpe.errors import BpeError, CorpusDecodeError, CorpusRecordError
 from bpe.files import checked_utf8, refuse_overwriting_inputs
+from bpe.formats.sentencepiece import CONTROL, NORMAL, TYPE_NAMES
 from bpe.sentencepiece import SentencePieceTokenizer
 from bpe.corpus.records import Problems, units
 from bpe.corpus.sources import find_sources
@@ -343,12 +345,37 @@ def _byte_level(name: str, tok, command: str):
     """``tok``, unless it is a SentencePiece model, which ``command`` does not read yet."""
     if isinstance(tok, SentencePieceTokenizer):
         raise UserError(f"{name} is a SentencePiece model, which 'bpe {command}' does not read yet; "
-                        "'bpe encode', 'bpe decode' and 'bpe count' read it")
+                        "'bpe encode', 'bpe decode', 'bpe count' and 'bpe inspect' read it")
     return tok
 
 
+def _inspect_sentencepiece(tok: SentencePieceTokenizer, top: int) -> None:
+    kinds = Counter(TYPE_NAMES[piece.type] for piece in tok.pieces)
+    print(f"pieces:         {tok.n_vocab} ({', '.join(f'{n} {kind}' for kind, n in kinds.most_common())}); "
+          "a SentencePiece BPE model")
+    print(f"read from:      {tok.source}")
+    print(f"normalizer:     identity; dummy prefix {'on' if tok.add_dummy_prefix else 'off'}, extra spaces "
+          f"{'removed' if tok.remove_extra_whitespaces else 'kept'}, byte fallback "
+          f"{'on' if tok.byte_fallback else 'off'}")
+    named = {"unk": tok.unk_id, "bos": tok.bos_id, "eos": tok.eos_id, "pad": tok.pad_id}
+    print("ids:            " + ", ".join(f"{name} = {i} {tok.pieces[i].text!r}" if 0 <= i < tok.n_vocab
+                                         else f"{name} none" for name, i in named.items()))
+    controls = [piece.text for piece in tok.pieces if piece.type == CONTROL]
+    print(f"control pieces: {len(controls)} (never found in text): {', '.join(controls[:top])}"
+          + (", ..." if len(controls) > top else ""))
+    defined = list(tok.user_defined)
+    print(f"user-defined:   {len(defined)} (found in text first): {', '.join(defined[:top]) or 'none'}"
+          + (", ..." if len(defined) > top else ""))
+    longest = sorted((piece.text for piece in tok.pieces if piece.type == NORMAL), key=len, reverse=True)[:top]
+    print(f"longest pieces: {', '.join(repr(text) for text in longest)}")
+
+
 def cmd_inspect(args) -> None:
-    tok = _byte_level(args.tokenizer, _load_tokenizer(args.tokenizer), "inspect")
+    loaded = _load_tokenizer(args.tokenizer)
+    if isinstance(loaded, SentencePieceTokenizer):
+        _inspect_sentencepiece(loaded, args.top)
+        return
+    tok = loaded
     longest = _longest_tokens(tok, args.top)
     n_tokens = len(tok.vocab)
     unused = tok.n_vocab - n_tokens

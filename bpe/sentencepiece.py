@@ -74,6 +74,9 @@ class SentencePieceTokenizer:
         self.remove_extra_whitespaces = model.normalizer.remove_extra_whitespaces
         self.escape_whitespaces = model.normalizer.escape_whitespaces
         pieces = model.pieces
+        #: The model's pieces in id order: ``(text, score, type)``, the type one of
+        #: ``bpe.formats.sentencepiece``'s (NORMAL, CONTROL, BYTE...).
+        self.pieces = list(pieces)
         self.n_vocab = len(pieces)
         self._ints = PrebuiltInts(self.n_vocab)
         self.bos_id, self.eos_id, self.pad_id = model.bos_id, model.eos_id, model.pad_id

@@ -349,8 +349,8 @@ def test_corpora_encode_each_document_whole(tmp_path, trained):
 
 
 def test_the_bpe_command_reads_a_sentencepiece_model(tmp_path, trained):
-    """encode, decode and count through the real command; show and inspect
-    say in one line that they do not read it yet."""
+    """encode, decode, count and inspect through the real command; show says
+    in one line that it does not read it yet."""
     import json
     import subprocess
     import sys
@@ -382,7 +382,11 @@ def test_the_bpe_command_reads_a_sentencepiece_model(tmp_path, trained):
     result = run("encode", "c.jsonl", "-o", "shards", "--tokenizer", "tokenizer.model", "--shard-mb", "1")
     assert result.returncode != 0 and "Traceback" not in result.stderr
     assert "leave out --shard-mb, --rank, --world-size and --ray" in result.stderr
-    for command in (["show", "--text", "hi", "--tokenizer", "tokenizer.model"], ["inspect", "tokenizer.model"]):
-        result = run(*command)
-        assert result.returncode != 0 and "Traceback" not in result.stderr
-        assert "tokenizer.model is a SentencePiece model, which 'bpe " in result.stderr
+    result = run("inspect", "tokenizer.model", "--top", "3")
+    assert result.returncode == 0, result.stderr
+    lines = dict(line.split(":", 1) for line in result.stdout.splitlines())
+    assert lines["pieces"].split()[0] == str(sp.get_piece_size())
+    assert f"bos = {sp.bos_id()} '<s>'" in lines["ids"] and "user-defined" in result.stdout
+    result = run("show", "--text", "hi", "--tokenizer", "tokenizer.model")
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert "tokenizer.model is a SentencePiece model, which 'bpe show' does not read yet" in result.stderr
