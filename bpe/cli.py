@@ -20,7 +20,7 @@ import bpe
 from bpe.errors import BpeError, CorpusDecodeError, CorpusRecordError
 from bpe.files import checked_utf8, refuse_overwriting_inputs
 from bpe.formats.sentencepiece import CONTROL, NORMAL, TYPE_NAMES
-from bpe.sentencepiece import SentencePieceTokenizer
+from bpe.sentencepiece import CharacterTokenizer, HuggingFaceSentencePiece, SentencePieceTokenizer
 from bpe.corpus.records import Problems, units
 from bpe.corpus.sources import find_sources
 from bpe.view import TokenView, color_wanted, render_terminal, write_html
@@ -125,8 +125,8 @@ def cmd_encode(args) -> None:
     if (args.add_bos or args.add_eos) and not isinstance(tok, SentencePieceTokenizer):
         raise UserError(f"--add-bos and --add-eos are for SentencePiece models; {args.tokenizer} separates "
                         "documents with its first special token")
-    if sharded and isinstance(tok, SentencePieceTokenizer):
-        raise UserError(f"{args.tokenizer} is a SentencePiece model, which 'bpe encode' writes as one array; "
+    if sharded and isinstance(tok, CharacterTokenizer):
+        raise UserError(f"{args.tokenizer} is a SentencePiece-style model, which 'bpe encode' writes as one array; "
                         "leave out --shard-mb, --rank, --world-size and --ray")
     if args.ray is not None:
         from bpe import distributed
@@ -224,7 +224,7 @@ def cmd_count(args) -> None:
     prices = _parse_prices(args.price)
     n_chars = sum(len(text) for text, _ in texts)
     n_bytes = sum(len(text.encode("utf-8", "surrogatepass")) for text, _ in texts)
-    names = [name.strip() for name in args.tokenizer.split(",") if name.strip()]
+    names = [name.strip() for value in args.tokenizer for name in value.split(",") if name.strip()]
     unknown = sorted(set(prices) - set(names))
     if unknown:
         raise UserError(f"--price {unknown[0]}=...: {unknown[0]} is not one of --tokenizer")
@@ -263,8 +263,8 @@ def cmd_show(args) -> None:
     if (args.file is None) == (args.text is None):
         raise UserError("give a FILE to show (- for standard input) or --text TEXT, not both")
     prices = _parse_prices(args.price)
-    names = [name.strip() for name in args.tokenizer.split(",") if name.strip()]
-    tokenizers = {name: _byte_level(name, _load_tokenizer(name), "show") for name in names}
+    names = [name.strip() for value in args.tokenizer for name in value.split(",") if name.strip()]
+    tokenizers = {name: _load_tokenizer(name) for name in names}
     if args.html and args.file not in (None, "-"):
         refuse_overwriting_inputs([args.html], [args.file])
     if args.text is not None:
@@ -341,14 +341,6 @@ def _show_file(path: str, tokenizers: dict, max_chars: int, errors: str) -> list
     return views
 
 
-def _byte_level(name: str, tok, command: str):
-    """``tok``, unless it is a SentencePiece model, which ``command`` does not read yet."""
-    if isinstance(tok, SentencePieceTokenizer):
-        raise UserError(f"{name} is a SentencePiece model, which 'bpe {command}' does not read yet; "
-                        "'bpe encode', 'bpe decode', 'bpe count' and 'bpe inspect' read it")
-    return tok
-
-
 def _inspect_sentencepiece(tok: SentencePieceTokenizer, top: int) -> None:
     kinds = Counter(TYPE_NAMES[piece.type] for piece in tok.pieces)
     print(f"pieces:         {tok.n_vocab} ({', '.join(f'{n} {kind}' for kind, n in kinds.most_common())}); "
@@ -370,10 +362,25 @@ def _inspect_sentencepiece(tok: SentencePieceTokenizer, top: int) -> None:
     print(f"longest pieces: {', '.join(repr(text) for text in longest)}")
 
 
+def _inspect_huggingface_sentencepiece(tok: HuggingFaceSentencePiece, top: int) -> None:
+    print(f"tokens:         {len(tok.tokens)} ({tok.n_merges} merges, 256 byte-fallback tokens); SentencePiece-style "
+          "BPE from a Hugging Face tokenizer.json")
+    print(f"read from:      {tok.source}")
+    added = list(tok.special_tokens)
+    print(f"added tokens:   {len(added)} (found in text first): {', '.join(added[:top]) or 'none'}"
+          + (", ..." if len(added) > top else ""))
+    ordinary = [text for token_id, text in tok.tokens.items() if token_id not in tok.special_tokens.values()]
+    longest = sorted(ordinary, key=len, reverse=True)[:top]
+    print(f"longest tokens: {', '.join(repr(text) for text in longest)}")
+
+
 def cmd_inspect(args) -> None:
     loaded = _load_tokenizer(args.tokenizer)
     if isinstance(loaded, SentencePieceTokenizer):
         _inspect_sentencepiece(loaded, args.top)
+        return
+    if isinstance(loaded, HuggingFaceSentencePiece):
+        _inspect_huggingface_sentencepiece(loaded, args.top)
         return
     tok = loaded
     longest = _longest_tokens(tok, args.top)
@@ -493,8 +500,8 @@ def build_parser() -> argparse.ArgumentParser:
     count = commands.add_parser("count", help="compare token counts of tokenizers on the same text",
                                 epilog=EXAMPLES["count"], formatter_class=argparse.RawDescriptionHelpFormatter)
     count.add_argument("files", nargs="+", help=FILES_HELP + ", or - for stdin")
-    count.add_argument("--tokenizer", required=True,
-                       help="comma-separated names, model names or paths, e.g. gpt2,gpt-4,gpt-4o,my-tok")
+    count.add_argument("--tokenizer", required=True, action="append",
+                       help="comma-separated names, model names or paths, e.g. gpt2,gpt-4,gpt-4o,my-tok (repeatable)")
     count.add_argument("--price", action="append", metavar="NAME=USD_PER_1M_TOKENS",
                        help="add an estimated cost column (repeatable; no prices are built in)")
     _add_corpus_options(count)
@@ -504,8 +511,8 @@ def build_parser() -> argparse.ArgumentParser:
                                epilog=EXAMPLES["show"], formatter_class=argparse.RawDescriptionHelpFormatter)
     show.add_argument("file", nargs="?", help="the file to show (- reads standard input)")
     show.add_argument("--text", help="show this text instead of a file's")
-    show.add_argument("--tokenizer", required=True,
-                      help="comma-separated names, model names or paths, e.g. gpt2,gpt-4,gpt-4o")
+    show.add_argument("--tokenizer", required=True, action="append",
+                      help="comma-separated names, model names or paths, e.g. gpt2,gpt-4,gpt-4o (repeatable)")
     show.add_argument("--ids", action="store_true", help="print the ids under the text")
     show.add_argument("--max-chars", type=int, default=2000, help="show at most this many characters")
     show.add_argument("--html", metavar="PAGE", help="write a self-contained page instead")

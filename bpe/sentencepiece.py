@@ -1,4 +1,4 @@
-"""SentencePiece BPE (Llama 2, Mistral 7B, ...) encoded exactly, by the kernel.
+"""SentencePiece-style BPE (Llama 2, Mistral 7B, ...) encoded exactly, by the kernel.
 
 SentencePiece merges over characters, not bytes: the text's spaces become
 ``▁`` (with one more in front), each character is a symbol (a user-defined
@@ -6,50 +6,136 @@ piece matched in the text is one, and never merges), and then the adjacent
 pair whose joined text is a piece of highest score merges, the leftmost among
 equals, until none can. A character no piece covers becomes its UTF-8 bytes'
 ``<0xNN>`` pieces (``byte_fallback``) or the unknown piece.
+``bpe.charlevel`` runs that on the byte kernel; here are the two ways these
+models come, over what they share (``CharacterTokenizer``):
 
-That is tiktoken's rule over a ranked vocabulary, with ranks by score, once
-characters are tokens: so each multi-byte character is made from its bytes by
-merges ranked before every real one (a proper prefix of a character is a
-token of its own here, numbered past the model's pieces), and a piece of
-several characters has the rank of its score. A pre-token is merged even when
-it is a token (SentencePiece has no such shortcut), and no merge crosses a
-``▁`` that follows another character where no piece holds one so: there the
-text is cut into pre-tokens. The kernel does all the merging; ids are the
-model's own, except for the rare character that is no piece but shares its
-first bytes with one, whose partial token is turned back into its bytes' ids.
-
-Ties: pieces of equal score merge leftmost first, which ranks cannot say in
-general. The models in use tie only runs of one character (``▁▁`` to
-``▁`` * 16, all at -1e9), and for a run ranking the longer first gives the
-leftmost-first result; any other tie is refused.
+* ``SentencePieceTokenizer``, a ``.model``: pieces rank by score, and its
+  normalizer and decoding are sentencepiece's. Ties: pieces of equal score
+  merge leftmost first, which ranks cannot say in general. The models in use
+  tie only runs of one character (``▁▁`` to ``▁`` * 16, all at -1e9), and
+  for a run ranking the longer first gives the leftmost-first result; any
+  other tie is refused.
+* ``HuggingFaceSentencePiece``, the same models as Hugging Face converts them
+  (``tokenizer.json``, read by ``bpe.huggingface.characters``): added tokens,
+  normalizer and pre-tokenizer as ``tokenizers`` runs them, merges ranked as
+  its listed pairs, and its decoders.
 """
 from __future__ import annotations
 
 import codecs
 import hashlib
+import itertools
 import math
 import os
 import re
-from typing import Iterable, Optional, Sequence
+from typing import TYPE_CHECKING, Iterable, Optional, Sequence
 
 import numpy as np
 
+from bpe._decode import DecodeTable
 from bpe._lists import PrebuiltInts, ids_to_list, ids_to_lists
-from bpe.encoder import Encoder, utf8
-from bpe.errors import TokenizerFileError
+from bpe.charlevel import SPACE, CharacterVocabulary
+from bpe.encoder import utf8
 from bpe.flat import flatten
+from bpe.errors import TokenizerFileError
+from bpe.huggingface.characters import CharacterFile, decode_step
 from bpe.formats.sentencepiece import (BYTE, CONTROL, MODEL_TYPES, NORMAL, TYPE_NAMES, UNKNOWN, UNUSED,
                                        USER_DEFINED, SentencePieceFile, read_sentencepiece)
-from bpe.vocabulary import ids_dtype
+from bpe.vocabulary import Ranks, ids_dtype
 
-SPACE = "\u2581"                     # ▁, which stands for a space in pieces
+if TYPE_CHECKING:
+    from bpe.view import Token, TokenComparison
+
 _SPACE_UTF8 = SPACE.encode("utf-8")
 _SPACE_RUNS = re.compile(b" {2,}")
-#: The cuts before each run of ▁ alone, for models with pieces that hold a tab or a line feed.
-WORDS = f"{SPACE}+[^{SPACE}]*|[^{SPACE}]+"
 
 
-class SentencePieceTokenizer:
+class CharacterTokenizer:
+    """What the tokenizers of SentencePiece-style BPE share: encoding texts
+    (``_ids``, each subclass's) with what is asked around them (``_framing``)
+    into lists, arrays and token arrays on disk."""
+
+    source: Optional[str]
+    n_vocab: int
+    _ints: PrebuiltInts
+    _vocabulary: CharacterVocabulary
+    _fingerprint: str
+
+    def _framing(self, **asked) -> tuple[list[int], list[int]]:
+        """The ids before and after each text's, for what the caller asked."""
+        raise NotImplementedError
+
+    def _ids(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """``(ids, offsets)``: the ids of text t, its own alone, are ``ids[offsets[t]:offsets[t + 1]]`` (uint32)."""
+        raise NotImplementedError
+
+    def _encode(self, texts: Sequence[str], **asked) -> tuple[np.ndarray, np.ndarray]:
+        """``_ids``, with ``_framing``'s ids around each text's."""
+        before, after = self._framing(**asked)
+        ids, offsets = self._ids(texts)
+        if not (before or after):
+            return ids, offsets
+        bounds = offsets.tolist()
+        head, tail = np.array(before, np.uint32), np.array(after, np.uint32)
+        parts = [np.concatenate([head, ids[a:b], tail]) for a, b in zip(bounds, bounds[1:])]
+        ids = np.concatenate(parts) if parts else np.empty(0, np.uint32)
+        return ids, offsets + np.arange(len(offsets)) * (len(before) + len(after))
+
+    def _list(self, text: str, **asked) -> list[int]:
+        return ids_to_list(self._encode([text], **asked)[0], self._ints)
+
+    def _arrays(self, texts: Sequence[str], **asked) -> list[np.ndarray]:
+        ids, offsets = self._encode(texts, **asked)
+        bounds = offsets.tolist()
+        return [ids[a:b] for a, b in zip(bounds, bounds[1:])]
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        """The text's own ids, nothing around them (for code written for ``Tokenizer``)."""
+        return ids_to_list(self._ids([text])[0], self._ints)
+
+    def count(self, text: str) -> int:
+        """How many ids ``encode_ordinary(text)`` gives."""
+        return len(self._ids([text])[0])
+
+    def count_iterable(self, texts: Iterable[str]) -> int:
+        """How many ids the texts, read as one, give: they are one text to these
+        models (a cut moves the dummy prefix and stops merges), so it is held whole."""
+        return self.count("".join(texts))
+
+    def _piece(self, token_id: int) -> tuple[bytes, bool]:
+        """An id's bytes as its piece holds them, and whether it is special (never merged)."""
+        raise NotImplementedError
+
+    def show(self, text: str, *, name: str = "tokenizer", max_chars: Optional[int] = None) -> "TokenComparison":
+        """The tokens of ``text``, to look at (as ``Tokenizer.show``): ``print()`` it,
+        or leave it last in a notebook cell."""
+        from bpe.view import show
+
+        return show(self, text, name, max_chars)
+
+    def view_tokens(self, text: str) -> list["Token"]:
+        """The tokens of ``text`` as ``bpe show`` draws them: each with its piece's
+        bytes (``▁`` for a space, as the model sees the text) and the characters
+        those complete."""
+        from bpe.view import Token
+
+        characters = codecs.getincrementaldecoder("utf-8")("replace")
+        tokens = []
+        for token_id in self._ids([text])[0].tolist():
+            data, special = self._piece(token_id)
+            tokens.append(Token(token_id, data, characters.decode(data), special))
+        return tokens
+
+    def token_dtype(self, dtype=None) -> np.dtype:
+        """The dtype of token arrays on disk: uint16 where every id fits, else uint32."""
+        return ids_dtype(self.n_vocab, dtype)
+
+    def fingerprint(self) -> str:
+        """sha256 of everything in the model that decides ids and text."""
+        return self._fingerprint
+
+
+class SentencePieceTokenizer(CharacterTokenizer):
     """A SentencePiece BPE model: ``encode`` gives ``SentencePieceProcessor.encode``'s
     ids, ``decode`` its text."""
 
@@ -117,8 +203,6 @@ class SentencePieceTokenizer:
     # -- the kernel's vocabulary ------------------------------------------------
 
     def _build(self, pieces, refuse) -> None:
-        n = len(pieces)
-        ids: dict[bytes, int] = {}            # every token of the kernel: its bytes -> id
         byte_piece = [-1] * 256
         for index, piece in enumerate(pieces):
             if piece.type == BYTE:
@@ -132,77 +216,25 @@ class SentencePieceTokenizer:
                                              "is false (sentencepiece refuses such a model)")
         if self.byte_fallback and min(byte_piece) < 0:
             raise refuse("pieces", f"byte_fallback is on, but no piece is <0x{byte_piece.index(-1):02X}>")
-        normal = [(index, piece) for index, piece in enumerate(pieces) if piece.type == NORMAL]
-        for index, piece in normal:
-            ids[piece.text.encode("utf-8")] = index
-        # Each byte's token: its character's piece (ASCII), else its <0xNN>
-        # piece; else (no byte fallback) a token of its own past the pieces.
-        extra = n
-        fallback = {}                        # a token past the pieces -> the ids it stands for
-        byte_ids = np.empty(256, dtype=np.int32)
-        for b in range(256):
-            token = bytes([b])
-            if token not in ids:
-                if byte_piece[b] >= 0 and self.byte_fallback:
-                    ids[token] = byte_piece[b]
-                else:
-                    ids[token] = extra
-                    fallback[extra] = [self.unk_id]          # (with byte fallback every byte has a piece)
-                    extra += 1
-            byte_ids[b] = ids[token]
-        # Every character of a piece, made from its bytes: its proper prefixes
-        # are tokens, and the character is one even where it is no piece itself.
-        characters = sorted({c for _, piece in normal for c in piece.text if ord(c) >= 0x80},
-                            key=lambda c: len(c.encode("utf-8")))
-        made = []
-        for c in characters:
-            raw = c.encode("utf-8")
-            for length in range(2, len(raw) + 1):
-                part = raw[:length]
-                if part not in ids:
-                    ids[part] = extra
-                    fallback[extra] = [byte_piece[b] if self.byte_fallback else self.unk_id for b in part]
-                    extra += 1
-                made.append(part)
-        made = sorted(set(made), key=lambda part: (len(part), part))
-        # Pieces of several characters, ranked by score (highest first).
-        merged = [(_score_key(piece.score), index, piece.text) for index, piece in normal if len(piece.text) > 1]
-        merged.sort(key=lambda item: item[0], reverse=True)
-        ranked_pieces = []
-        start = 0
-        while start < len(merged):
-            stop = start
-            while stop < len(merged) and merged[stop][0] == merged[start][0]:
-                stop += 1
-            group = merged[start:stop]
+        normal = {piece.text: index for index, piece in enumerate(pieces) if piece.type == NORMAL}
+        # Pieces of several characters, ranked by score (highest first); every
+        # character of a piece is a symbol, a piece or not (it may merge into one).
+        merged = sorted(((_score_key(pieces[index].score), index, text) for text, index in normal.items()
+                         if len(text) > 1), key=lambda item: item[0], reverse=True)
+        ranked = []
+        for _, tied in itertools.groupby(merged, key=lambda item: item[0]):
+            group = list(tied)
             if len(group) > 1:
                 self._check_tie(group, merged, refuse)
                 group.sort(key=lambda item: -len(item[2]))
-            ranked_pieces.extend(index for _, index, _ in group)
-            start = stop
-        tokens = sorted(ids.items(), key=lambda item: item[1])
-        data, offsets = flatten([token for token, _ in tokens])
-        ranked = [ids[part] for part in made] + ranked_pieces
-        self._kernel_arrays = {
-            "byte_ids": byte_ids, "token_data": data, "token_offsets": offsets,
-            "token_ids": np.array([token_id for _, token_id in tokens], dtype=np.int32),
-            "ranked_ids": np.array(ranked, dtype=np.int32), "whole_tokens": np.array(False),
-        }
-        # A merge makes a piece of the two parts it joins, so it never crosses
-        # between two characters that no piece holds side by side. Where no
-        # piece holds ▁ after another character, the text is cut before each
-        # run of ▁; where no piece of several characters holds a tab or a line
-        # feed, around each of them too (the metaspace pattern, natively).
-        words = not any(SPACE in piece.text.lstrip(SPACE) for _, piece in normal)
-        lines = not any(c in piece.text for _, piece in normal if len(piece.text) > 1 for c in "\t\n")
-        self.pattern = ("metaspace" if lines else WORDS) if words else None
-        self._encoder = Encoder(self._kernel_arrays, self.pattern, self.user_defined)
-        # Row k: what token n + k stands for (at most a character's 4 bytes).
-        self._first_extra = n
-        self._fallback_lengths = np.array([len(fallback[t]) for t in range(n, extra)], dtype=np.int64)
-        self._fallback_ids = np.zeros((extra - n, 4), dtype=np.uint32)
-        for t in range(n, extra):
-            self._fallback_ids[t - n, :len(fallback[t])] = fallback[t]
+            ranked.extend(index for _, index, _ in group)
+        characters = {c for text in normal for c in text if ord(c) >= 0x80}
+        self._vocabulary = CharacterVocabulary(normal, self.n_vocab, byte_piece if self.byte_fallback else None,
+                                               self.unk_id, characters, Ranks(np.array(ranked, dtype=np.int32)),
+                                               self.user_defined)
+        self.pattern = self._vocabulary.pattern
+        self._encoder = self._vocabulary.encoder
+        self._decoding = None
         self._texts = [piece.text for piece in pieces]
         self._types = [piece.type for piece in pieces]
         self._byte_of = {index: int(piece.text[3:5], 16) for index, piece in enumerate(pieces) if piece.type == BYTE}
@@ -253,85 +285,43 @@ class SentencePieceTokenizer:
             data = data[:end]
         return data
 
-    def _finish(self, ids: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The kernel's ids of each text (``ids[offsets[t]:offsets[t + 1]]``) as
-        the model's: a token past the pieces (a partial character, or a byte
-        with no piece) becomes the ids it stands for; without byte fallback, a
-        run of unknown ids becomes one."""
-        if not ids.size or int(ids.max()) < self._first_extra:
-            return ids, offsets
-        extra = ids >= self._first_extra
-        rows = ids[extra].astype(np.int64) - self._first_extra
-        lengths = np.ones(ids.size, dtype=np.int64)
-        lengths[extra] = self._fallback_lengths[rows]
-        ends = np.cumsum(lengths)
-        starts = ends - lengths
-        out = np.empty(int(ends[-1]), dtype=np.uint32)
-        out[starts[~extra]] = ids[~extra]
-        for j in range(self._fallback_ids.shape[1]):
-            has = lengths[extra] > j
-            out[starts[extra][has] + j] = self._fallback_ids[rows[has], j]
-        offsets = np.concatenate([[0], ends])[offsets]
-        if not self.byte_fallback:
-            repeat = np.zeros(out.size, dtype=bool)
-            repeat[1:] = (out[1:] == self.unk_id) & (out[:-1] == self.unk_id)
-            repeat[offsets[:-1][offsets[:-1] < out.size]] = False      # a text's first id repeats nothing
-            kept = np.concatenate([[0], np.cumsum(~repeat)])
-            out, offsets = out[~repeat], kept[offsets]
-        return out, offsets
-
-    def _encode(self, texts: Sequence[str], add_bos: bool, add_eos: bool) -> tuple[np.ndarray, np.ndarray]:
-        """``(ids, offsets)``: the ids of text t are ``ids[offsets[t]:offsets[t + 1]]`` (uint32)."""
+    def _framing(self, add_bos: bool = False, add_eos: bool = False) -> tuple[list[int], list[int]]:
         for wanted, name, token_id in ((add_bos, "bos", self.bos_id), (add_eos, "eos", self.eos_id)):
             if wanted and not (0 <= token_id < self.n_vocab and self._types[token_id] == CONTROL):
                 raise ValueError(f"{self.source or 'the model'}: add_{name}: the model's {name}_id is "
                                  f"{token_id}, not a control piece")
+        return [self.bos_id] if add_bos else [], [self.eos_id] if add_eos else []
+
+    def _ids(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         normalized = [self._normalized_utf8(text) for text in texts]
         offsets = np.zeros(len(normalized) + 1, dtype=np.int64)
         np.cumsum([len(data) for data in normalized], out=offsets[1:])
         data = np.frombuffer(b"".join(normalized), dtype=np.uint8)
-        ids, offsets = self._finish(*self._encoder.encode_utf8_texts(data, offsets, self._user_defined_names))
-        if add_bos or add_eos:
-            bounds = offsets.tolist()
-            before = [self.bos_id] if add_bos else []
-            after = [self.eos_id] if add_eos else []
-            parts = [np.concatenate([np.array(before, np.uint32), ids[a:b], np.array(after, np.uint32)])
-                     for a, b in zip(bounds, bounds[1:])]
-            ids = np.concatenate(parts) if parts else np.empty(0, np.uint32)
-            offsets = offsets + np.arange(len(offsets)) * (len(before) + len(after))
-        return ids, offsets
+        return self._vocabulary.encode(data, offsets, self._user_defined_names)
 
     def encode(self, text: str, *, add_bos: bool = False, add_eos: bool = False) -> list[int]:
         """The ids of ``text``, as ``SentencePieceProcessor.encode`` gives them;
         BOS and EOS only when asked for, as there."""
-        return ids_to_list(self._encode([text], add_bos, add_eos)[0], self._ints)
-
-    def encode_ordinary(self, text: str) -> list[int]:
-        """``encode(text)``: no id but the text's (for code written for ``Tokenizer``)."""
-        return self.encode(text)
-
-    def count(self, text: str) -> int:
-        """How many ids ``encode(text)`` gives."""
-        return len(self._encode([text], False, False)[0])
+        return self._list(text, add_bos=add_bos, add_eos=add_eos)
 
     def encode_to_numpy(self, text: str, *, add_bos: bool = False, add_eos: bool = False) -> np.ndarray:
         """The ids of ``text`` as a uint32 array."""
-        return self._encode([text], add_bos, add_eos)[0]
+        return self._encode([text], add_bos=add_bos, add_eos=add_eos)[0]
 
     def encode_batch(self, texts: Sequence[str], *, add_bos: bool = False, add_eos: bool = False) -> list[list[int]]:
         """The ids of each text, as lists, in one kernel call."""
-        return ids_to_lists(*self._encode(texts, add_bos, add_eos), self._ints)
+        return ids_to_lists(*self._encode(texts, add_bos=add_bos, add_eos=add_eos), self._ints)
 
     def encode_batch_to_numpy(self, texts: Sequence[str], *, add_bos: bool = False,
                               add_eos: bool = False) -> list[np.ndarray]:
         """The ids of each text, as uint32 arrays, in one kernel call."""
-        ids, offsets = self._encode(texts, add_bos, add_eos)
-        bounds = offsets.tolist()
-        return [ids[a:b] for a, b in zip(bounds, bounds[1:])]
+        return self._arrays(texts, add_bos=add_bos, add_eos=add_eos)
 
-    def fingerprint(self) -> str:
-        """sha256 of everything in the model that decides ids and text."""
-        return self._fingerprint
+    def _piece(self, token_id: int) -> tuple[bytes, bool]:
+        kind = self._types[token_id]
+        if kind == BYTE:
+            return bytes([self._byte_of[token_id]]), False
+        return self._texts[token_id].encode("utf-8"), kind != NORMAL
 
     # -- corpora -----------------------------------------------------------------
 
@@ -345,7 +335,7 @@ class SentencePieceTokenizer:
         with BOS and EOS as asked. The document index marks where each starts."""
         from bpe.corpus.driver import encode_file
 
-        return encode_file(_CorpusView(self, add_bos, add_eos), inputs, output, dtype=dtype,
+        return encode_file(_CorpusView(self, {"add_bos": add_bos, "add_eos": add_eos}), inputs, output, dtype=dtype,
                            num_workers=num_workers, errors=errors, progress=progress, text_field=text_field,
                            recursive=recursive, glob=glob)
 
@@ -356,7 +346,7 @@ class SentencePieceTokenizer:
         ``text_field`` column) into a token array, one document each, as ``encode_file``."""
         from bpe.corpus.driver import encode_documents
 
-        return encode_documents(_CorpusView(self, add_bos, add_eos), texts, output, dtype=dtype,
+        return encode_documents(_CorpusView(self, {"add_bos": add_bos, "add_eos": add_eos}), texts, output, dtype=dtype,
                                 num_workers=num_workers, errors=errors, progress=progress, text_field=text_field)
 
     # -- decoding ----------------------------------------------------------------
@@ -366,34 +356,68 @@ class SentencePieceTokenizer:
         pieces joined into characters (one U+FFFD for each byte that makes
         none), control pieces as nothing, the unknown piece as its surface,
         and the ``▁`` in front that the dummy prefix put there dropped."""
-        out: list[str] = []
-        pending = bytearray()           # byte pieces, decoded together at the next other piece
-        strip = self.add_dummy_prefix or self.remove_extra_whitespaces
-        at_start = True
-        for token_id in ids:
-            token_id = int(token_id)
-            if not 0 <= token_id < self.n_vocab:
-                raise ValueError(f"id {token_id} is not in [0, {self.n_vocab})")
+        ids = np.asarray(ids if isinstance(ids, np.ndarray) else list(ids), dtype=np.int64).reshape(-1)
+        if ids.size and not (0 <= ids.min() and ids.max() < self.n_vocab):
+            bad = ids[(ids < 0) | (ids >= self.n_vocab)][0]
+            raise ValueError(f"id {bad} is not in [0, {self.n_vocab})")
+        head, start = self._decode_head(ids)
+        # The rest in the decode kernel, a stretch between control pieces at a
+        # time: byte pieces make characters only with the byte pieces beside
+        # them, and every other piece is whole UTF-8, so decoding a stretch's
+        # bytes at once, one U+FFFD a bad byte, decodes each run of byte pieces.
+        table, control = self._decode_table()
+        rest = ids[start:]
+        cuts = np.flatnonzero(control[rest])
+        parts = [head]
+        for segment in np.split(rest, cuts):
+            if segment.size and control[segment[0]]:
+                segment = segment[1:]
+            parts.append(table.decode(segment).decode("utf-8", "bpe-sentencepiece"))
+        return "".join(parts)
+
+    def _decode_head(self, ids: np.ndarray) -> tuple[str, int]:
+        """The text of the leading pieces that decoding treats apart, and how many
+        they are: the dummy prefix's ``▁`` goes (with ``remove_extra_whitespaces``,
+        each leading piece's), until some text is out or a byte piece comes."""
+        if not (self.add_dummy_prefix or self.remove_extra_whitespaces):
+            return "", 0
+        out = []
+        for index, token_id in enumerate(ids.tolist()):
             kind = self._types[token_id]
             if kind == BYTE:
-                pending.append(self._byte_of[token_id])
-                continue
-            if pending:
-                out.append(pending.decode("utf-8", "bpe-sentencepiece"))
-                pending.clear()
-            if out and out[-1]:
-                at_start = False
+                return "".join(out), index
             if kind == CONTROL:
                 continue
-            text = self.unk_surface if kind == UNKNOWN else self._texts[token_id]
-            if at_start and strip and kind != UNKNOWN and text.startswith(SPACE):
+            if kind == UNKNOWN:
+                if self.unk_surface:
+                    return self.unk_surface, index + 1
+                continue
+            text = self._texts[token_id]
+            if text.startswith(SPACE):
                 text = text[1:]
                 if not self.remove_extra_whitespaces:
-                    at_start = False
-            out.append(text.replace(SPACE, " ") if kind != UNKNOWN else text)
-        if pending:
-            out.append(pending.decode("utf-8", "bpe-sentencepiece"))
-        return "".join(out)
+                    return text.replace(SPACE, " "), index + 1
+            if text:
+                return text.replace(SPACE, " "), index + 1
+        return "", len(ids)
+
+    def _decode_table(self) -> tuple[DecodeTable, np.ndarray]:
+        """Each id's bytes in decoded text, made at the first decode; and which ids are control pieces."""
+        if self._decoding is None:
+            surfaces = []
+            for token_id, (text, kind) in enumerate(zip(self._texts, self._types)):
+                if kind == BYTE:
+                    surfaces.append(bytes([self._byte_of[token_id]]))
+                elif kind == CONTROL:
+                    surfaces.append(b"")
+                elif kind == UNKNOWN:
+                    surfaces.append(self.unk_surface.encode("utf-8"))
+                else:
+                    surfaces.append(text.replace(SPACE, " ").encode("utf-8"))
+            data, offsets = flatten(surfaces)
+            table = DecodeTable(data, offsets[:-1].astype(np.int64), np.diff(offsets).astype(np.int32), {})
+            self._decoding = table, np.array([kind == CONTROL for kind in self._types])
+        return self._decoding
 
     def __repr__(self) -> str:
         return f"SentencePieceTokenizer(n_vocab={self.n_vocab}, source={self.source!r})"
@@ -413,6 +437,135 @@ def _per_byte_replace(error: UnicodeDecodeError) -> tuple[str, int]:
 codecs.register_error("bpe-sentencepiece", _per_byte_replace)
 
 
+class HuggingFaceSentencePiece(CharacterTokenizer):
+    """A ``tokenizer.json`` of SentencePiece-style BPE (Llama 2, Mistral 7B as
+    Hugging Face converts them; ``bpe.huggingface.characters``): ``encode``
+    gives ``tokenizers``' ids, ``decode`` its text.
+
+    Added tokens are found in the text first, as ``tokenizers`` finds them;
+    ``add_special_tokens`` puts the post-processor's ids around a text's."""
+
+    def __init__(self, data: CharacterFile, source: Optional[str] = None):
+        self.source = source
+        self.n_vocab = data.n_vocab
+        self.special_tokens = dict(data.special_tokens)
+        self._ints = PrebuiltInts(self.n_vocab)
+        self._pipeline = data.pipeline
+        self._added = frozenset(data.special_tokens)
+        #: Every id's token: its text (an added token's content).
+        self.tokens = data.texts
+        self.n_merges = len(data.rule.merged)
+        self._added_ids = frozenset(data.special_tokens.values())
+        self._byte_of = {token_id: b for b, token_id in enumerate(data.byte_pieces)}
+        self._decoder = data.decoder
+        self._vocabulary = CharacterVocabulary(data.pieces, data.n_vocab, data.byte_pieces, -1, data.characters,
+                                               data.rule)
+        self.pattern = self._vocabulary.pattern
+        rule = data.rule
+        digest = hashlib.sha256(repr((sorted(data.texts.items()), data.byte_pieces, rule.pairs.tolist(),
+                                      rule.merged.tolist(), data.pipeline.identity(), data.decoder)
+                                     ).encode("utf-8", "surrogatepass"))
+        self._fingerprint = digest.hexdigest()
+
+    def _framing(self, add_special_tokens: bool = False) -> tuple[list[int], list[int]]:
+        if not add_special_tokens:
+            return [], []
+        return self._pipeline.prefix, self._pipeline.suffix
+
+    def _ids(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        # Steps 1 to 3 in Python (added tokens, normalizer, pre-tokenizer), then
+        # every stretch of every text in one kernel call.
+        stretches: list[bytes] = []
+        layout: list[list[int]] = []      # each text's parts: an added token's id, or -1 for its next stretch
+        for text in texts:
+            parts = []
+            for token_id, pieces in self._pipeline.pieces(utf8(text).decode("utf-8"), self._added):
+                if token_id is not None:
+                    parts.append(token_id)
+                    continue
+                stretches.extend(piece.encode("utf-8") for piece in pieces)
+                parts.extend([-1] * len(pieces))
+            layout.append(parts)
+        offsets = np.zeros(len(stretches) + 1, dtype=np.int64)
+        np.cumsum([len(data) for data in stretches], out=offsets[1:])
+        ids, bounds = self._vocabulary.encode(np.frombuffer(b"".join(stretches), dtype=np.uint8), offsets)
+        if all(parts == [-1] for parts in layout):
+            return ids, bounds
+        out, counts, at = [], [], 0
+        bounds = bounds.tolist()
+        for parts in layout:
+            count = 0
+            for part in parts:
+                if part < 0:
+                    out.append(ids[bounds[at]:bounds[at + 1]])
+                    count += bounds[at + 1] - bounds[at]
+                    at += 1
+                else:
+                    out.append(np.array([part], dtype=np.uint32))
+                    count += 1
+            counts.append(count)
+        text_offsets = np.zeros(len(layout) + 1, dtype=np.int64)
+        np.cumsum(counts, out=text_offsets[1:])
+        return (np.concatenate(out) if out else np.empty(0, np.uint32)), text_offsets
+
+    def _piece(self, token_id: int) -> tuple[bytes, bool]:
+        if token_id in self._byte_of:
+            return bytes([self._byte_of[token_id]]), False
+        return self.tokens[token_id].encode("utf-8"), token_id in self._added_ids
+
+    def encode(self, text: str, *, add_special_tokens: bool = False) -> list[int]:
+        """The ids of ``text``, as ``tokenizers``' ``encode(text, add_special_tokens=...)``
+        gives them (this default is False, as ``bpe.Tokenizer``'s)."""
+        return self._list(text, add_special_tokens=add_special_tokens)
+
+    def encode_to_numpy(self, text: str, *, add_special_tokens: bool = False) -> np.ndarray:
+        """The ids of ``text`` as a uint32 array."""
+        return self._encode([text], add_special_tokens=add_special_tokens)[0]
+
+    def encode_batch(self, texts: Sequence[str], *, add_special_tokens: bool = False) -> list[list[int]]:
+        """The ids of each text, as lists, in one kernel call."""
+        return ids_to_lists(*self._encode(texts, add_special_tokens=add_special_tokens), self._ints)
+
+    def encode_batch_to_numpy(self, texts: Sequence[str], *, add_special_tokens: bool = False) -> list[np.ndarray]:
+        """The ids of each text, as uint32 arrays, in one kernel call."""
+        return self._arrays(texts, add_special_tokens=add_special_tokens)
+
+    def encode_file(self, inputs, output, *, add_special_tokens: bool = False, dtype=None,
+                    num_workers: Optional[int] = None, errors: str = "strict", progress: bool = False,
+                    text_field: str = "text", recursive: bool = False, glob: Optional[str] = None):
+        """Encode corpus files into a token array, as ``SentencePieceTokenizer.encode_file``
+        does: a document is a record, or a whole text file."""
+        from bpe.corpus.driver import encode_file
+
+        return encode_file(_CorpusView(self, {"add_special_tokens": add_special_tokens}), inputs, output,
+                           dtype=dtype, num_workers=num_workers, errors=errors, progress=progress,
+                           text_field=text_field, recursive=recursive, glob=glob)
+
+    def encode_documents(self, texts, output, *, add_special_tokens: bool = False, dtype=None,
+                         num_workers: Optional[int] = None, errors: str = "strict", progress: bool = False,
+                         text_field: str = "text"):
+        """Encode Python texts into a token array, one document each, as ``encode_file``."""
+        from bpe.corpus.driver import encode_documents
+
+        return encode_documents(_CorpusView(self, {"add_special_tokens": add_special_tokens}), texts, output,
+                                dtype=dtype, num_workers=num_workers, errors=errors, progress=progress,
+                                text_field=text_field)
+
+    def decode(self, ids: Iterable[int], *, skip_special_tokens: bool = False) -> str:
+        """The text of ``ids`` as ``tokenizers``' ``decode`` gives it: each id's
+        token (an id of none is left out), through the file's decoder."""
+        skipped = self._pipeline.skipped if skip_special_tokens else frozenset()
+        tokens = [self.tokens[i] for i in map(int, ids) if i in self.tokens and i not in skipped]
+        if not self._decoder:
+            return " ".join(tokens)
+        for step in self._decoder:
+            tokens = decode_step(step, tokens)
+        return "".join(tokens)
+
+    def __repr__(self) -> str:
+        return f"HuggingFaceSentencePiece(n_vocab={self.n_vocab}, source={self.source!r})"
+
+
 def from_sentencepiece(path) -> SentencePieceTokenizer:
     """Read a SentencePiece BPE ``.model`` file."""
     path = os.fspath(path)
@@ -430,12 +583,12 @@ class _CorpusView:
     special_tokens: dict = {}
     pattern = None
 
-    def __init__(self, tokenizer: SentencePieceTokenizer, add_bos: bool, add_eos: bool):
+    def __init__(self, tokenizer: "CharacterTokenizer", framing: dict):
         self.tokenizer = tokenizer
         self.encoder = self
         self.n_vocab = tokenizer.n_vocab
-        self.add_bos, self.add_eos = add_bos, add_eos
-        self.framing = {"add_bos": add_bos, "add_eos": add_eos}      # recorded in the array's sidecar
+        self.framing = framing                  # what is asked around each document, recorded in the sidecar
+        tokenizer._framing(**framing)           # refused now if it is to be
 
     def fingerprint(self) -> str:
         # The model's: the array is its ids (with BOS and EOS, as separators are
@@ -443,17 +596,17 @@ class _CorpusView:
         return self.tokenizer.fingerprint()
 
     def token_dtype(self, dtype=None) -> np.dtype:
-        return ids_dtype(self.n_vocab, dtype)
+        return self.tokenizer.token_dtype(dtype)
 
     def sharing_cache(self):
-        return self.tokenizer._encoder.sharing_cache()
+        return self.tokenizer._vocabulary.encoder.sharing_cache()
 
     # What the corpus writers call. ``out``, the buffer they offer for the ids
     # (one per byte), goes unused: a document may have more ids than bytes (the
     # dummy prefix, BOS, EOS), so the ids are new arrays, which the writers copy
     # from and make room for.
     def encode_strs(self, texts: Sequence[str], allowed=(), out=None) -> tuple[np.ndarray, np.ndarray]:
-        return self.tokenizer._encode(texts, self.add_bos, self.add_eos)
+        return self.tokenizer._encode(texts, **self.framing)
 
     def encode_utf8(self, data, allowed=(), out=None) -> np.ndarray:
         return self.encode_strs([bytes(data).decode("utf-8")])[0]

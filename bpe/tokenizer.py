@@ -15,7 +15,7 @@ from bpe._lists import PrebuiltInts, ids_to_list
 from bpe._memory import empty_written_once
 from bpe.encoder import Encoder
 from bpe.errors import TokenizerFileError
-from bpe.huggingface import tokenizer_json
+from bpe.huggingface import characters, tokenizer_json
 from bpe.flat import RankTable, take_pieces
 from bpe.formats.common import FILE_NAME, HF_FILE_NAME, TokenizerData, read_json
 from bpe.formats.gpt2 import read_gpt2_files, write_gpt2_files
@@ -28,14 +28,14 @@ from bpe.patterns import (canonical_pattern, compile_pattern, find_safe_cut, nat
                           regex_pretokens)
 from bpe.pretrained import (ALIASES, FINGERPRINTS, MODEL_TO_ENCODING, PRETRAINED, encoding_name_for_model,
                             pretrained_table)
-from bpe.sentencepiece import SentencePieceTokenizer, from_sentencepiece
+from bpe.sentencepiece import HuggingFaceSentencePiece, SentencePieceTokenizer, from_sentencepiece
 from bpe.specials import refuse_disallowed, special_policy, special_spans
 from bpe.vocabulary import (Merges, Ranks, Rule, Vocabulary, ids_dtype, merge_pairs, ranks_from_merges,
                             rule_records)
 from bpe.workers import map_on_threads
 
 if TYPE_CHECKING:
-    from bpe.view import TokenComparison
+    from bpe.view import Token, TokenComparison
 
 Pair = tuple[bytes, bytes]
 #: encode_batch hands the kernel at least about this many characters (not bytes)
@@ -513,9 +513,21 @@ class Tokenizer:
     def show(self, text: str, *, name: str = "tokenizer", max_chars: Optional[int] = None) -> TokenComparison:
         """The tokens of ``text``, to look at: ``print()`` it in a terminal (coloured
         there), or leave it last in a notebook cell for the page view."""
-        from bpe.view import TokenComparison, TokenView
+        from bpe.view import show
 
-        return TokenComparison([TokenView.of(name, self, text, max_chars)])
+        return show(self, text, name, max_chars)
+
+    def view_tokens(self, text: str) -> list["Token"]:
+        """The tokens of ``text`` as ``bpe show`` draws them: each with its bytes and
+        the characters of ``text`` it completes (special tokens recognised)."""
+        from bpe.view import Token
+
+        ids, offsets = self.encode(text, offsets=True)
+        special_ids = set(self.special_tokens.values())
+        ends = offsets[1:] + [len(text)]
+        decoder = self._vocabulary.decoder
+        return [Token(token_id, decoder[token_id], text[start:end], token_id in special_ids)
+                for token_id, start, end in zip(ids, offsets, ends)]
 
     def token_id(self, token: bytes) -> Optional[int]:
         """The id of the ordinary token with these bytes, or None."""
@@ -687,13 +699,18 @@ class Tokenizer:
         return TokenizerData(self.vocab, merges, self.special_tokens, self.pattern)
 
     @classmethod
-    def from_huggingface(cls, path) -> "Tokenizer":
+    def from_huggingface(cls, path) -> Union["Tokenizer", HuggingFaceSentencePiece]:
         """Read a Hugging Face ``tokenizer.json`` (a file, or a directory holding one)
-        with a byte-level BPE model, to encode exactly as ``tokenizers`` does;
-        what bpe cannot reproduce is refused, naming the field (see
-        ``bpe.huggingface``)."""
+        with a BPE model, to encode exactly as ``tokenizers`` does; what bpe
+        cannot reproduce is refused, naming the field (see ``bpe.huggingface``).
+        A byte-level model gives a ``Tokenizer``; a character-level one
+        (SentencePiece's, converted: Llama 2, Mistral 7B) a
+        ``bpe.sentencepiece.HuggingFaceSentencePiece``."""
         path = huggingface_path(path)
-        data = tokenizer_json.read(path)
+        document = tokenizer_json.read_document(path)
+        if characters.is_character_level(document):
+            return HuggingFaceSentencePiece(characters.read(document, path), path)
+        data = tokenizer_json.read(path, document)
         try:
             vocabulary = Vocabulary(data.table, data.special_tokens, data.decode_as)
             rule = merge_pairs(vocabulary, data.merges, data.ignore_merges,
@@ -843,7 +860,7 @@ def _is_sentencepiece(path: str) -> bool:
         return looks_like_sentencepiece(file.read(16))
 
 
-def load(name_or_path) -> Union[Tokenizer, SentencePieceTokenizer]:
+def load(name_or_path) -> Union[Tokenizer, SentencePieceTokenizer, HuggingFaceSentencePiece]:
     """Load a vocabulary shipped in the package by name, offline (every encoding
     tiktoken knows: "gpt2" or "r50k_base", "p50k_base", "p50k_edit",
     "cl100k_base", "o200k_base", "o200k_harmony"; a model's name too, as

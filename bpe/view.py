@@ -87,18 +87,12 @@ class TokenView:
     @classmethod
     def of(cls, name: str, tokenizer, text: str, max_chars: Optional[int] = None,
            totals: Optional[Totals] = None) -> "TokenView":
-        """``tokenizer``'s tokens of ``text`` (its first ``max_chars`` characters),
-        special tokens recognised; ``totals`` counts a longer input ``text``
-        starts."""
+        """``tokenizer``'s tokens of ``text`` (its first ``max_chars`` characters;
+        ``tokenizer.view_tokens``), special tokens recognised; ``totals`` counts
+        a longer input ``text`` starts."""
         cut = (max_chars is not None and len(text) > max_chars) or totals is not None
         text = text[:max_chars] if max_chars is not None else text
-        ids, offsets = tokenizer.encode(text, offsets=True)
-        special_ids = set(tokenizer.special_tokens.values())
-        ends = offsets[1:] + [len(text)]
-        decoder = tokenizer._vocabulary.decoder
-        tokens = [Token(token_id, decoder[token_id], text[start:end], token_id in special_ids)
-                  for token_id, start, end in zip(ids, offsets, ends)]
-        return cls(name, text, tokens, cut, totals)
+        return cls(name, text, tokenizer.view_tokens(text), cut, totals)
 
     @property
     def n_tokens(self) -> int:
@@ -302,3 +296,8 @@ class TokenComparison:
 
     def _repr_html_(self) -> str:
         return html_fragment(self.views, self.prices)
+
+
+def show(tokenizer, text: str, name: str = "tokenizer", max_chars: Optional[int] = None) -> TokenComparison:
+    """One tokenizer's tokens of ``text`` (``Tokenizer.show``)."""
+    return TokenComparison([TokenView.of(name, tokenizer, text, max_chars)])

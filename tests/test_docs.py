@@ -68,6 +68,11 @@ def sandbox(tmp_path_factory):
     (here / "mistral-7b").mkdir()
     shutil.copy(member("mistral-common==1.13.1", "mistral_common/data/tokenizer.model.v1"),
                 here / "mistral-7b" / "tokenizer.model")
+    from sentencepiece_json import to_tokenizer_json
+
+    (here / "llama-2").mkdir()
+    model = (here / "mistral-7b" / "tokenizer.model").read_bytes()
+    (here / "llama-2" / "tokenizer.json").write_text(to_tokenizer_json(model, "prepend_replace"), encoding="utf-8")
     return here
 
 

@@ -114,8 +114,8 @@ def swap_dependent_merges(merges):
     (lambda d: d["model"].update(dropout=0.1), "model.dropout: is 0.1"),
     (lambda d: d["model"].update(continuing_subword_prefix="##"), "model.continuing_subword_prefix"),
     (lambda d: d["model"].update(end_of_word_suffix="</w>"), "model.end_of_word_suffix"),
-    (lambda d: d.update(pre_tokenizer={"type": "Metaspace", "replacement": "▁"}), "'Metaspace' is not a pre-tokenizer"),
-    (lambda d: d.update(pre_tokenizer=None), "pre_tokenizer: has no ByteLevel step"),
+    (lambda d: d.update(pre_tokenizer={"type": "Metaspace", "replacement": "▁"}), "model.byte_fallback: is False: with no ByteLevel step this is BPE over characters"),
+    (lambda d: d.update(pre_tokenizer=None), "model.byte_fallback: is False: with no ByteLevel step"),
     (lambda d: d["model"]["vocab"].update({"Ġzz": 1 << 40}), r"model.vocab\['Ġzz'\]: id 1099511627776 is not in \[0, "),
 ])
 def test_what_cannot_be_read_exactly_is_refused(exported, tmp_path, change, field):

@@ -184,7 +184,7 @@ def test_pieces_that_cross_the_cuts_keep_their_text_whole(piece, pattern):
     """The metaspace pattern cuts before each run of ▁ and around tabs and line
     feeds; a model with a piece holding one of those where the cut would be
     is cut less (only before ▁), or not at all, and still encodes exactly."""
-    from bpe.sentencepiece import WORDS
+    from bpe.charlevel import WORDS
 
     tok, sp = pair(crafted(LETTERS + [("\n", -100.0), ("\t", -100.0), ("ab", -2.0),
                                       (piece, -1.0)], add_dummy_prefix=True))
@@ -387,6 +387,12 @@ def test_the_bpe_command_reads_a_sentencepiece_model(tmp_path, trained):
     lines = dict(line.split(":", 1) for line in result.stdout.splitlines())
     assert lines["pieces"].split()[0] == str(sp.get_piece_size())
     assert f"bos = {sp.bos_id()} '<s>'" in lines["ids"] and "user-defined" in result.stdout
-    result = run("show", "--text", "hi", "--tokenizer", "tokenizer.model")
-    assert result.returncode != 0 and "Traceback" not in result.stderr
-    assert "tokenizer.model is a SentencePiece model, which 'bpe show' does not read yet" in result.stderr
+    result = run("show", "--text", "hi  日本", "--tokenizer", "tokenizer.model", "--tokenizer", "gpt2", "--ids")
+    assert result.returncode == 0, result.stderr
+    blocks = result.stdout.split("\n\n")
+    assert blocks[0].startswith("tokenizer.model: ") and blocks[1].startswith("gpt2: ")
+    assert blocks[0].splitlines()[-1] == "ids: " + " ".join(map(str, sp.encode("hi  日本")))
+    # Each piece's text, a byte piece as its byte (a character's bytes apart when it has no piece).
+    shown = [repr(bytes([int(sp.id_to_piece(i)[3:5], 16)])) if sp.is_byte(i) else repr(sp.id_to_piece(i))
+             for i in sp.encode("hi  日本")]
+    assert blocks[0].splitlines()[1] == " ".join(shown)

@@ -1,10 +1,17 @@
 """Encoding speed with SentencePiece BPE models (Mistral 7B v0.1 and v0.3), per
-document, one thread: bpe's ``encode(doc)`` against sentencepiece's
-``encode(doc)``, both lists of ints; and bpe's ``encode_to_numpy(doc)`` (numpy,
-which sentencepiece does not give), on prose, code and multilingual text.
-Cold: bpe's caches cleared, fresh str objects (``_measure.fresh_copies``);
-warm: the same documents again. Rounds interleave the engines; the best and
-the median of the rounds are printed; ids are asserted equal in the same run.
+document, one thread, on prose, code and multilingual text:
+
+* the ``.model`` file: bpe's ``encode(doc)`` against sentencepiece's
+  ``encode(doc)``, both lists of ints; and bpe's ``encode_to_numpy(doc)``
+  (numpy, which sentencepiece does not give);
+* the same model as ``transformers`` converts it to ``tokenizer.json`` (Llama
+  2's form, ``tests/sentencepiece_json.py``): bpe's ``encode(doc)`` against
+  ``tokenizers``' ``encode(doc, add_special_tokens=False).ids``, both lists.
+
+Cold: bpe's caches cleared, a fresh ``tokenizers.Tokenizer`` each round, fresh
+str objects (``_measure.fresh_copies``); warm: the same objects and documents
+again. Rounds interleave the engines; the best and the median of the rounds
+are printed; ids are asserted equal in the same run.
 
     PYTHONPATH=benchmarks:benchmarks/experiments:tests python benchmarks/experiments/sentencepiece_models.py --mb 4 --rounds 5
 
@@ -15,15 +22,19 @@ corpora from ``../shared/corpora/build``; the multilingual sample is
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import tempfile
 import time
 
 import sentencepiece
+import tokenizers
 
 import bpe
 from _measure import fresh_copies
 from fetched import member
 from real_tokenizers import samples
+from sentencepiece_json import to_tokenizer_json
 
 MODELS = {"mistral_v1": "mistral_common/data/tokenizer.model.v1",
           "mistral_v3": "mistral_common/data/mistral_instruct_tokenizer_240323.model.v3"}
@@ -45,19 +56,32 @@ def main() -> None:
     print("model       corpus        MB   call                          cold best/median   warm best/median  MB/s")
     for model, name in MODELS.items():
         path = member("mistral-common==1.13.1", name)
+        with open(path, "rb") as file:
+            converted = to_tokenizer_json(file.read(), "prepend_replace")
         ours = bpe.load(path)
+        with tempfile.TemporaryDirectory() as directory:
+            json_path = os.path.join(directory, "tokenizer.json")
+            with open(json_path, "w", encoding="utf-8") as file:
+                file.write(converted)
+            ours_json = bpe.load(json_path)
         reference = sentencepiece.SentencePieceProcessor(model_file=path)
+        hf = {"object": tokenizers.Tokenizer.from_str(converted)}
+        engines = {"bpe encode (list)": ours.encode, "bpe encode_to_numpy (numpy)": ours.encode_to_numpy,
+                   "sentencepiece encode (list)": reference.encode,
+                   "bpe json encode (list)": ours_json.encode,
+                   "tokenizers encode().ids (list)": lambda d: hf["object"].encode(d, add_special_tokens=False).ids}
         for corpus, documents in corpora.items():
             size = sum(len(d.encode("utf-8")) for d in documents) / 1e6
             for document in documents:          # the same ids, in this run
                 assert ours.encode(document) == reference.encode(document)
-            engines = {"bpe encode (list)": ours.encode, "bpe encode_to_numpy (numpy)": ours.encode_to_numpy,
-                       "sentencepiece encode (list)": reference.encode}
+                assert ours_json.encode(document) == hf["object"].encode(document, add_special_tokens=False).ids
             cold = {engine: [] for engine in engines}
             warm = {engine: [] for engine in engines}
             for _ in range(args.rounds):
                 for engine, function in engines.items():
                     ours._encoder.clear_cache()
+                    ours_json._vocabulary.encoder.clear_cache()
+                    hf["object"] = tokenizers.Tokenizer.from_str(converted)
                     cold[engine].append(timed(function, fresh_copies(documents)))
                     warm[engine].append(timed(function, documents))
             for engine in engines:

@@ -175,7 +175,12 @@ def _lowercase_exceptions() -> dict[str, str]:
     return {chr(int(point)): lowered for point, lowered in rust_unicode()["lowercase_exceptions"].items()}
 
 
-def _replace(step: dict, text: str) -> str:
+def replace(step: dict, text: str) -> str:
+    pattern = step["pattern"]
+    if "String" in pattern:
+        # A string's matches, leftmost and never overlapping, are str.replace's
+        # (the Python loop below took longer than encoding the text).
+        return text.replace(pattern["String"], step["content"])
     compiled = _replace_pattern(json.dumps(step["pattern"], sort_keys=True))
     out, at = [], 0
     for start, end in find_iter(compiled, text):
@@ -211,7 +216,7 @@ def _strip(step: dict, text: str) -> str:
 _NORMALIZERS: dict[str, Callable[[dict, str], str]] = {
     **{form: (lambda form: lambda step, text: _normalize_form(form, text))(form) for form in NORMALIZATION_FORMS},
     "Lowercase": _lowercase,
-    "Replace": _replace,
+    "Replace": replace,
     "Prepend": lambda step, text: step["prepend"] + text,
     "Strip": lambda step, text: _strip(step, text),
 }
@@ -256,10 +261,16 @@ class PreTokenizer:
             return None
         return regexes[0] if regexes else ""
 
-    def __call__(self, text: str) -> list[str]:
+    def __call__(self, text: str, first: bool = True) -> list[str]:
+        """``first``: whether ``text`` starts the text being encoded (where
+        Metaspace's ``prepend_scheme: first`` prepends), as it is when Metaspace
+        is the only step (the file's reader checks that)."""
         pieces = [text]
         for step in self.steps:
-            pieces = [piece for text in pieces for piece in _PRE_TOKENIZERS[step["type"]](step, text)]
+            if step["type"] == "Metaspace":
+                pieces = [piece for text in pieces for piece in _metaspace(step, text, first)]
+            else:
+                pieces = [piece for text in pieces for piece in _PRE_TOKENIZERS[step["type"]](step, text)]
         return pieces
 
 
@@ -285,6 +296,29 @@ def _byte_level(step: dict, text: str) -> list[str]:
     if not step.get("use_regex", True):
         return [text]
     return split(compile_onig(BYTE_LEVEL_PATTERN), text, "Isolated")
+
+
+def _metaspace(step: dict, text: str, first: bool) -> list[str]:
+    """Spaces become the replacement (``▁``), which goes in front where the
+    prepend scheme says and the text does not start with it; with ``split``,
+    each replacement starts a piece."""
+    replacement = step["replacement"]
+    text = text.replace(" ", replacement)
+    scheme = metaspace_scheme(step)
+    if (scheme == "always" or (scheme == "first" and first)) and not text.startswith(replacement):
+        text = replacement + text
+    if not step.get("split", True):
+        return [text]
+    pieces = text.split(replacement)
+    return ([pieces[0]] if pieces[0] else []) + [replacement + piece for piece in pieces[1:]]
+
+
+def metaspace_scheme(step: dict) -> str:
+    """A Metaspace step's prepend scheme; ``add_prefix_space: false`` is "never",
+    as ``tokenizers`` reads older files."""
+    if step.get("add_prefix_space") is False:
+        return "never"
+    return step.get("prepend_scheme", "always")
 
 
 def _split(step: dict, text: str) -> list[str]:
@@ -490,7 +524,7 @@ class Pipeline:
                 if index2 is not None:
                     out.append((self.added[index2].id, []))
                 else:
-                    out.append((None, self.pre_tokenizer(stretch[start2:end2])))
+                    out.append((None, self.pre_tokenizer(stretch[start2:end2], first=start == start2 == 0)))
         return out
 
 

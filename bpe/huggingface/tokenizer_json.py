@@ -55,17 +55,24 @@ def _expect(value, kind, field: str, refuse: _Refusal, what: str):
     return value
 
 
-def read(path) -> HuggingFaceFile:
-    """Read a ``tokenizer.json`` of a byte-level BPE model exactly, or refuse it with
-    TokenizerFileError naming the field and why."""
-    path = huggingface_path(path)
+def read_document(path: str) -> dict:
+    """A ``tokenizer.json`` parsed, with a model in it."""
     try:
         document = json.loads(read_bytes(path).decode("utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
         raise TokenizerFileError(f"{path}: not a JSON tokenizer: {type(e).__name__}: {e}"[:300]) from None
-    refuse = _Refusal(path)
     if not isinstance(document, dict) or not isinstance(document.get("model"), dict):
-        raise refuse("model", "missing; not a Hugging Face tokenizer.json")
+        raise _Refusal(path)("model", "missing; not a Hugging Face tokenizer.json")
+    return document
+
+
+def read(path, document: Optional[dict] = None) -> HuggingFaceFile:
+    """Read a ``tokenizer.json`` of a byte-level BPE model exactly, or refuse it with
+    TokenizerFileError naming the field and why (``document``: the file parsed, if it is)."""
+    path = huggingface_path(path)
+    if document is None:
+        document = read_document(path)
+    refuse = _Refusal(path)
     for field in ("truncation", "padding"):
         if document.get(field) is not None:
             raise refuse(field, f"is set ({document[field]!r:.60}); bpe encodes whole texts, unpadded: "

@@ -1,0 +1,143 @@
+"""Merges over characters (SentencePiece's BPE, in its own files and in Hugging
+Face's), as the kernel runs them.
+
+The kernel merges bytes. These models merge characters: each character the
+model holds is a symbol, pieces are text, and a character it lacks becomes
+its UTF-8 bytes' ``<0xNN>`` pieces (byte fallback) or the unknown piece. So
+the kernel is given every piece as its UTF-8, each byte as its character's
+piece (ASCII) or its ``<0xNN>`` piece, and each multi-byte character made
+from its bytes by merges ranked before every real one: a proper prefix of a
+character is a token of its own, numbered past the model's ids. Whatever of
+those the merging leaves (the bytes of a character the model lacks, which
+begin like one it holds) become the ids they stand for afterwards
+(``CharacterVocabulary.finish``), vectorised.
+
+A merge makes a piece of the two parts it joins, so it never crosses between
+two characters that no piece holds side by side: where no piece holds ``▁``
+after another character, the text is cut before each run of ``▁``, and where
+no piece of several characters holds a tab or a line feed, around each of
+them too (the native ``metaspace`` pattern).
+"""
+from __future__ import annotations
+
+from typing import Iterable, Mapping, Optional, Sequence
+
+import numpy as np
+
+from bpe.encoder import Encoder
+from bpe.flat import flatten
+from bpe.vocabulary import Ranks, Rule
+
+SPACE = "\u2581"                     # ▁, which stands for a space in pieces
+#: The cuts before each run of ▁ alone, for models with pieces that hold a tab or a line feed.
+WORDS = f"{SPACE}+[^{SPACE}]*|[^{SPACE}]+"
+
+
+def character_pattern(pieces: Iterable[str]) -> Optional[str]:
+    """The pattern that cuts text where no merge of these pieces crosses (see
+    the module's docstring), or None for no cut."""
+    pieces = [piece for piece in pieces if len(piece) > 1]
+    if any(SPACE in piece.lstrip(SPACE) for piece in pieces):
+        return None
+    if any(c in piece for piece in pieces for c in "\t\n"):
+        return WORDS
+    return "metaspace"
+
+
+class CharacterVocabulary:
+    """The kernel's form of a model whose merges run over characters.
+
+    ``pieces``: the text of each piece the kernel may make (id by text);
+    ``n_vocab``: one past the model's largest id; ``byte_pieces``: the
+    ``<0xNN>`` piece of each byte (256 ids), or None without byte fallback;
+    ``unk_id``: the unknown piece; ``characters``: the characters that are
+    symbols (built from their bytes) though not all need be pieces; ``rule``:
+    the merges, given by the pieces' ids (``Ranks``: the pieces of several
+    characters in rank order; ``Merges``: pairs of ids, each making one).
+    """
+
+    def __init__(self, pieces: Mapping[str, int], n_vocab: int, byte_pieces: Optional[Sequence[int]],
+                 unk_id: int, characters: Iterable[str], rule: Rule, special_tokens: Mapping[str, int] = {}):
+        ids: dict[bytes, int] = {text.encode("utf-8"): token_id for text, token_id in pieces.items()}
+        extra = n_vocab
+        fallback = {}                    # a token past the model's ids -> the ids it stands for
+        byte_ids = np.empty(256, dtype=np.int32)
+        for b in range(256):
+            token = bytes([b])
+            if token not in ids:
+                if byte_pieces is not None:
+                    ids[token] = byte_pieces[b]
+                else:
+                    ids[token] = extra
+                    fallback[extra] = [unk_id]
+                    extra += 1
+            byte_ids[b] = ids[token]
+        # Each multi-byte character from its bytes, a byte at a time: the
+        # merge of a prefix and the next byte, shorter prefixes first.
+        made: dict[bytes, tuple[int, int]] = {}        # prefix -> (its prefix's id, the byte's id)
+        for c in characters:
+            raw = c.encode("utf-8")
+            for length in range(2, len(raw) + 1):
+                part = raw[:length]
+                if part not in ids:
+                    ids[part] = extra
+                    fallback[extra] = [byte_pieces[b] if byte_pieces is not None else unk_id for b in part]
+                    extra += 1
+                made[part] = (ids[part[:-1]], byte_ids[part[-1]])
+        made_order = sorted(made, key=lambda part: (len(part), part))
+        tokens = sorted(ids.items(), key=lambda item: item[1])
+        data, offsets = flatten([token for token, _ in tokens])
+        arrays = {"byte_ids": byte_ids, "token_data": data, "token_offsets": offsets,
+                  "token_ids": np.array([token_id for _, token_id in tokens], dtype=np.int32),
+                  "whole_tokens": np.array(False)}
+        made_ids = np.array([ids[part] for part in made_order], dtype=np.int32)
+        if isinstance(rule, Ranks):
+            arrays["ranked_ids"] = np.concatenate([made_ids, np.asarray(rule.ranked, dtype=np.int32)])
+        else:
+            made_pairs = np.array([made[part] for part in made_order], dtype=np.int32).reshape(-1, 2)
+            arrays["merge_pairs"] = np.ascontiguousarray(np.concatenate([
+                made_pairs, np.asarray(rule.pairs, dtype=np.int32).reshape(-1, 2)]))
+            arrays["ranked_ids"] = np.concatenate([made_ids, np.asarray(rule.merged, dtype=np.int32)])
+        self.pattern = character_pattern(pieces)
+        self.encoder = Encoder(arrays, self.pattern, special_tokens)
+        self.fuse_unknown = byte_pieces is None
+        self.unk_id = unk_id
+        # Row k: what token n_vocab + k stands for (at most a character's 4 bytes).
+        self._first_extra = n_vocab
+        self._fallback_lengths = np.array([len(fallback[t]) for t in range(n_vocab, extra)], dtype=np.int64)
+        self._fallback_ids = np.zeros((extra - n_vocab, 4), dtype=np.uint32)
+        for t in range(n_vocab, extra):
+            self._fallback_ids[t - n_vocab, :len(fallback[t])] = fallback[t]
+
+    def encode(self, data: np.ndarray, offsets: np.ndarray,
+               special: Sequence[str] = ()) -> tuple[np.ndarray, np.ndarray]:
+        """The ids of each text of ``data`` (UTF-8, text t ``data[offsets[t]:offsets[t + 1]]``),
+        ``special`` found in it, as ``(ids, offsets)``."""
+        return self.finish(*self.encoder.encode_utf8_texts(data, offsets, special))
+
+    def finish(self, ids: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The kernel's ids of each text (``ids[offsets[t]:offsets[t + 1]]``) as
+        the model's: a token past its ids (a partial character, or a byte with
+        no piece) becomes the ids it stands for; without byte fallback, a run
+        of unknown ids in a text becomes one."""
+        if not ids.size or int(ids.max()) < self._first_extra:
+            return ids, offsets
+        extra = ids >= self._first_extra
+        rows = ids[extra].astype(np.int64) - self._first_extra
+        lengths = np.ones(ids.size, dtype=np.int64)
+        lengths[extra] = self._fallback_lengths[rows]
+        ends = np.cumsum(lengths)
+        starts = ends - lengths
+        out = np.empty(int(ends[-1]), dtype=np.uint32)
+        out[starts[~extra]] = ids[~extra]
+        for j in range(self._fallback_ids.shape[1]):
+            has = lengths[extra] > j
+            out[starts[extra][has] + j] = self._fallback_ids[rows[has], j]
+        offsets = np.concatenate([[0], ends])[offsets]
+        if self.fuse_unknown:
+            repeat = np.zeros(out.size, dtype=bool)
+            repeat[1:] = (out[1:] == self.unk_id) & (out[:-1] == self.unk_id)
+            repeat[offsets[:-1][offsets[:-1] < out.size]] = False      # a text's first id repeats nothing
+            kept = np.concatenate([[0], np.cumsum(~repeat)])
+            out, offsets = out[~repeat], kept[offsets]
+        return out, offsets

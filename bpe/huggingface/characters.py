@@ -1,0 +1,260 @@
+"""``tokenizer.json`` files whose BPE merges characters, not bytes: SentencePiece
+models as Hugging Face converts them (Llama 2, Mistral 7B, ...), read as
+``tokenizers`` runs them, or refused naming the field and why.
+
+Such a file has no ByteLevel step. Its tokens are text, ``▁`` standing for a
+space: a Prepend and a Replace normalizer, or a Metaspace pre-tokenizer, make
+the text so. ``tokenizers``' BPE model then takes each character the
+vocabulary holds as a symbol and each other character as its bytes'
+``<0xNN>`` tokens (``byte_fallback``), and merges listed pairs, the earliest
+listed first, the leftmost among equals, over the whole stretch (no shortcut
+for a stretch that is a token). ``bpe.charlevel`` runs that in the kernel.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple, Optional
+
+import numpy as np
+
+from bpe.huggingface.pipeline import Normalizer, Pipeline, PreTokenizer, metaspace_scheme, replace
+from bpe.huggingface.tokenizer_json import (_check_added_forms, _check_normalizer, _expect, _flatten,
+                                            _read_added_tokens, _read_post_processor, _Refusal)
+from bpe.vocabulary import MAX_ID, Merges
+
+#: The decoders ``decode`` runs, as ``tokenizers`` does.
+DECODERS = ("Replace", "ByteFallback", "Fuse", "Strip", "Metaspace")
+
+
+class CharacterFile(NamedTuple):
+    """What such a ``tokenizer.json`` holds, checked: ``pieces``, the model's
+    tokens the kernel may make (text -> id; not the ``<0xNN>`` ones);
+    ``byte_pieces``, each byte's ``<0xNN>`` id; ``characters``, the
+    vocabulary's characters of several UTF-8 bytes; ``rule``, the merges as
+    ids; ``texts``, every id's text for decoding (added tokens' too);
+    ``special_tokens``, the added tokens (content -> id); the pipeline and
+    the decoder's steps."""
+
+    pieces: dict[str, int]
+    n_vocab: int
+    byte_pieces: list[int]
+    characters: list[str]
+    rule: Merges
+    texts: dict[int, str]
+    special_tokens: dict[str, int]
+    pipeline: Pipeline
+    decoder: list[dict]
+
+
+def is_character_level(document) -> bool:
+    """Whether a parsed ``tokenizer.json`` is of this kind: a BPE model and no
+    ByteLevel step before it."""
+    if not isinstance(document, dict) or not isinstance(document.get("model"), dict):
+        return False
+    steps = _step_types(document.get("normalizer"), "normalizers") + _step_types(document.get("pre_tokenizer"),
+                                                                                 "pretokenizers")
+    return document["model"].get("type") == "BPE" and not {"ByteLevel", None} & set(steps)
+
+
+def _step_types(spec, key: str) -> list:
+    """The types of a normalizer's or pre-tokenizer's steps; None for a step
+    that is not an object with a type (which the byte-level reader names)."""
+    if spec is None:
+        return []
+    if not isinstance(spec, dict) or not isinstance(spec.get("type"), str):
+        return [None]
+    if spec.get("type") == "Sequence":
+        if not isinstance(spec.get(key), list):
+            return [None]
+        return [kind for step in spec[key] for kind in _step_types(step, key)]
+    return [spec["type"]]
+
+
+def read(document: dict, path: str) -> CharacterFile:
+    """Read a parsed ``tokenizer.json`` of a character-level BPE model exactly, or
+    refuse it with TokenizerFileError naming the field and why."""
+    refuse = _Refusal(path)
+    for field in ("truncation", "padding"):
+        if document.get(field) is not None:
+            raise refuse(field, f"is set ({document[field]!r:.60}); bpe encodes whole texts, unpadded: "
+                                "set it to null")
+    model = document["model"]
+    if model.get("byte_fallback") is not True:
+        raise refuse("model.byte_fallback", f"is {model.get('byte_fallback')!r}: with no ByteLevel step this is "
+                                            "BPE over characters, which bpe reads with byte fallback only (a "
+                                            "character the vocabulary lacks then becomes its bytes' <0xNN> tokens)")
+    if model.get("dropout") not in (None, 0, 0.0):
+        raise refuse("model.dropout", f"is {model.get('dropout')!r}: merges are skipped at random")
+    for field in ("continuing_subword_prefix", "end_of_word_suffix"):
+        if model.get(field) not in (None, ""):
+            raise refuse(f"model.{field}", f"is {model.get(field)!r}, which bpe does not read")
+    if model.get("ignore_merges", False):
+        raise refuse("model.ignore_merges", "is true; bpe reads character-level BPE without it")
+    vocab = _expect(model.get("vocab"), dict, "model.vocab", refuse, "an object of token -> id")
+    texts: dict[int, str] = {}
+    for text, token_id in vocab.items():
+        _expect(token_id, int, f"model.vocab[{text!r}]", refuse, "an integer id")
+        if not 0 <= token_id <= MAX_ID:
+            raise refuse(f"model.vocab[{text!r}]", f"id {token_id} is not in [0, {MAX_ID}]")
+        if token_id in texts:
+            raise refuse(f"model.vocab[{text!r}]", f"id {token_id} is given to {texts[token_id]!r} too")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise refuse(f"model.vocab[{text!r}]", "is not Unicode text (a lone surrogate)") from None
+        texts[token_id] = text
+    names = [f"<0x{b:02X}>" for b in range(256)]
+    missing = [name for name in names if name not in vocab]
+    if missing:
+        raise refuse("model.vocab", f"has no {missing[0]}: byte fallback then gives the unknown token for some "
+                                    "characters, which bpe does not reproduce")
+    byte_pieces = [vocab[name] for name in names]
+    byte_names = set(names)
+    pieces = {text: token_id for text, token_id in vocab.items() if text and text not in byte_names}
+
+    merges = _expect(model.get("merges"), list, "model.merges", refuse, "a list of merges")
+    strings = [isinstance(merge, str) for merge in merges]
+    if any(strings) and not all(strings):
+        raise refuse("model.merges", "mixes 'a b' strings and [a, b] pairs (tokenizers refuses that)")
+    listed: dict[tuple[int, int], tuple[int, int]] = {}       # pair -> (index, merged id); the last listing wins
+    for index, merge in enumerate(merges):
+        if isinstance(merge, str):
+            if merge.startswith("#version"):
+                continue
+            parts = merge.split(" ")
+        else:
+            parts = merge
+        if not (isinstance(parts, list) and len(parts) == 2 and all(isinstance(part, str) for part in parts)):
+            raise refuse(f"model.merges[{index}]", f"{merge!r:.60} is not 'a b' or [a, b]")
+        for part in (parts[0], parts[1], parts[0] + parts[1]):
+            if part not in vocab:
+                raise refuse(f"model.merges[{index}]", f"{part!r} is not in the vocabulary")
+            if part in byte_names:
+                raise refuse(f"model.merges[{index}]", f"merges {part!r}, a byte-fallback token, which bpe "
+                                                       "does not merge")
+        if not parts[0] or not parts[1]:
+            continue                  # a part no symbol is: tokenizers never applies it
+        listed[(vocab[parts[0]], vocab[parts[1]])] = (index, vocab[parts[0] + parts[1]])
+    order = sorted(listed.items(), key=lambda item: item[1][0])
+    rule = Merges(np.array([pair for pair, _ in order], dtype=np.int32).reshape(-1, 2),
+                  np.array([merged for _, (_, merged) in order], dtype=np.int32), False)
+
+    added = _read_added_tokens(document.get("added_tokens"), vocab, refuse)
+    normalizer = Normalizer(_flatten(document.get("normalizer"), "normalizer", "normalizers", _check_normalizer,
+                                     refuse))
+    pre_tokenizer = PreTokenizer(_flatten(document.get("pre_tokenizer"), "pre_tokenizer", "pretokenizers",
+                                          _check_metaspace, refuse))
+    if len(pre_tokenizer.steps) > 1:
+        raise refuse("pre_tokenizer", "has several steps; bpe reads character-level BPE with one Metaspace "
+                                      "step or none")
+    if pre_tokenizer.steps and metaspace_scheme(pre_tokenizer.steps[0]) == "first" and not normalizer.identity \
+            and any(token.normalized for token in added):
+        raise refuse("pre_tokenizer.prepend_scheme", "is 'first' with a normalizer and normalized added "
+                                                     "tokens, whose offsets bpe does not follow")
+    _check_added_forms(added, normalizer, refuse)
+    prefix, suffix = _read_post_processor(document.get("post_processor"), refuse)
+    decoder = _flatten(document.get("decoder"), "decoder", "decoders", _check_decoder, refuse)
+    special_texts = {token.content for token in added if token.special}
+    skipped = {token.id for token in added
+               if (normalizer(token.content) if token.normalized else token.content) in special_texts}
+    skipped |= {token_id for text, token_id in vocab.items() if text in special_texts}
+    for token in added:
+        texts.setdefault(token.id, token.content)
+    pipeline = Pipeline(added, normalizer, pre_tokenizer, prefix, suffix, sorted(skipped))
+    characters = [text for text in pieces if len(text) == 1 and ord(text) >= 0x80]
+    n_vocab = max(texts) + 1 if texts else 0
+    return CharacterFile(pieces, n_vocab, byte_pieces, characters, rule, texts,
+                         {token.content: token.id for token in added}, pipeline, decoder)
+
+
+def _check_metaspace(step: dict, field: str, refuse: _Refusal) -> None:
+    if step.get("type") != "Metaspace":
+        raise refuse(field, f"{step.get('type')!r}: bpe reads character-level BPE with a Metaspace "
+                            "pre-tokenizer or none")
+    replacement = step.get("replacement")
+    if not (isinstance(replacement, str) and len(replacement) == 1):
+        raise refuse(f"{field}.replacement", f"is {replacement!r:.60}, not one character")
+    _expect(step.get("split", True), bool, f"{field}.split", refuse, "true or false")
+    if step.get("add_prefix_space") is False and step.get("prepend_scheme", "always") != "never":
+        raise refuse(f"{field}.add_prefix_space", "is false but prepend_scheme is not 'never' (tokenizers "
+                                                  "refuses that)")
+    if metaspace_scheme(step) not in ("first", "always", "never"):
+        raise refuse(f"{field}.prepend_scheme", f"is {step.get('prepend_scheme')!r}, not first, always or never")
+
+
+def _check_decoder(step: dict, field: str, refuse: _Refusal) -> None:
+    kind = step.get("type")
+    if kind not in DECODERS:
+        raise refuse(field, f"{kind!r} is not a decoder bpe runs for character-level BPE ({', '.join(DECODERS)}, "
+                            "Sequence)")
+    if kind == "Replace":
+        _check_normalizer(step, field, refuse)
+    elif kind == "Strip":
+        if not (isinstance(step.get("content"), str) and len(step["content"]) == 1):
+            raise refuse(f"{field}.content", f"is {step.get('content')!r:.60}, not one character")
+        for side in ("start", "stop"):
+            _expect(step.get(side), int, f"{field}.{side}", refuse, "a count")
+    elif kind == "Metaspace":
+        _check_metaspace(step, field, refuse)
+
+
+# --------------------------------------------------------------------------- decoding
+
+def decode_step(step: dict, tokens: list[str]) -> list[str]:
+    """One decoder's ``decode_chain`` over the tokens' texts, as ``tokenizers`` runs it."""
+    kind = step["type"]
+    if kind == "Replace":
+        return [replace(step, token) for token in tokens]
+    if kind == "Fuse":
+        return ["".join(tokens)]
+    if kind == "Strip":
+        return [_strip_token(token, step["content"], step["start"], step["stop"]) for token in tokens]
+    if kind == "Metaspace":
+        replacement, first = step["replacement"], metaspace_scheme(step) != "never"
+        return [token.replace(replacement, "" if index == 0 and first else " ") for index, token in enumerate(tokens)]
+    out: list[str] = []                                  # ByteFallback
+    pending = bytearray()
+    for token in tokens:
+        value = _byte_token(token)
+        if value is not None:
+            pending.append(value)
+            continue
+        out.extend(_bytes_as_text(pending))
+        pending.clear()
+        out.append(token)
+    out.extend(_bytes_as_text(pending))
+    return out
+
+
+def _byte_token(token: str) -> Optional[int]:
+    """The byte of a ``<0xNN>`` token as ByteFallback reads one: six bytes, and
+    two hexadecimal digits between (Rust's ``from_str_radix`` takes a ``+`` for the first)."""
+    if len(token.encode("utf-8")) != 6 or not (token.startswith("<0x") and token.endswith(">")):
+        return None
+    digits = token[3:5]
+    if not all(c in "0123456789abcdefABCDEF" for c in digits.removeprefix("+")) or digits == "+":
+        return None
+    return int(digits, 16)
+
+
+def _bytes_as_text(pending: bytearray) -> list[str]:
+    """Byte tokens run together: their text if they are UTF-8, else one U+FFFD a byte."""
+    if not pending:
+        return []
+    try:
+        return [pending.decode("utf-8")]
+    except UnicodeDecodeError:
+        return ["\ufffd"] * len(pending)
+
+
+def _strip_token(token: str, content: str, start: int, stop: int) -> str:
+    """Up to ``start`` leading and ``stop`` trailing ``content`` characters off."""
+    head = 0
+    while head < min(start, len(token)) and token[head] == content:
+        head += 1
+    tail = len(token)
+    for _ in range(stop):
+        if tail > head and token[tail - 1] == content:
+            tail -= 1
+        else:
+            break
+    return token[head:tail]

@@ -1,0 +1,189 @@
+"""SentencePiece-style BPE in Hugging Face's ``tokenizer.json`` (Llama 2, Mistral 7B
+as ``transformers`` converts them) read and encoded exactly as ``tokenizers`` does.
+
+Each file is made here from a SentencePiece model the way ``transformers``
+converts one, in the three forms converted files take (``sentencepiece_json``).
+``tokenizers``, given the same file, is the reference: its ids, its decoding.
+"""
+import json
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import bpe
+from bpe.errors import TokenizerFileError
+from bpe.sentencepiece import HuggingFaceSentencePiece
+
+tokenizers = pytest.importorskip("tokenizers")
+pytest.importorskip("sentencepiece")
+
+from sentencepiece_json import FORMS, SPACE, to_tokenizer_json  # noqa: E402
+from test_sentencepiece import ADVERSARIAL, ATOMS, MISTRAL, SHAKESPEARE, WORLD, train  # noqa: E402
+
+
+def pair(tmp_path, data: bytes, form: str):
+    path = tmp_path / f"{form}.json"
+    path.write_text(to_tokenizer_json(data, form), encoding="utf-8")
+    return bpe.Tokenizer.from_huggingface(path), tokenizers.Tokenizer.from_file(str(path))
+
+
+@pytest.fixture(scope="module")
+def trained():
+    return train(byte_fallback=True)
+
+
+@pytest.fixture(scope="module", params=FORMS)
+def files(request, trained, tmp_path_factory):
+    return pair(tmp_path_factory.mktemp("hf"), trained, request.param)
+
+
+def test_adversarial_texts_match_tokenizers(files):
+    tok, reference = files
+    assert isinstance(tok, HuggingFaceSentencePiece)
+    texts = ADVERSARIAL + ["<s>", "a<s>b", "<s> a", " </s>", "<unk><unk>", "[X][X] x", "<0x41>"]
+    for text in texts:
+        for add in (False, True):
+            ids = reference.encode(text, add_special_tokens=add).ids
+            assert tok.encode(text, add_special_tokens=add) == ids, (text, add)
+            assert tok.encode_to_numpy(text, add_special_tokens=add).tolist() == ids
+        ids = reference.encode(text, add_special_tokens=False).ids
+        for skip in (False, True):
+            assert tok.decode(ids, skip_special_tokens=skip) == reference.decode(ids, skip_special_tokens=skip)
+    expected = [e.ids for e in reference.encode_batch(texts, add_special_tokens=False)]
+    assert tok.encode_batch(texts) == expected
+    assert [a.tolist() for a in tok.encode_batch_to_numpy(texts)] == expected
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(atoms=st.lists(st.sampled_from(ATOMS + ["<sep>", " <s>", "\u2581\u2581"]), max_size=40),
+       text=st.text(st.characters(exclude_categories=("Cs",)), max_size=40))
+def test_random_texts_match_tokenizers(files, atoms, text):
+    tok, reference = files
+    for sample in ("".join(atoms), text, "".join(atoms) + text):
+        assert tok.encode(sample) == reference.encode(sample, add_special_tokens=False).ids, sample
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_decode_of_any_ids_matches_tokenizers(files, data):
+    """Byte tokens that make no character, added tokens, ids past the vocabulary
+    (left out), with and without skipping special tokens."""
+    tok, reference = files
+    ids = data.draw(st.lists(st.integers(0, reference.get_vocab_size() + 2), max_size=30))
+    for skip in (False, True):
+        assert tok.decode(ids, skip_special_tokens=skip) == reference.decode(ids, skip_special_tokens=skip), ids
+
+
+@pytest.fixture(scope="module")
+def pair_ranked(tmp_path_factory):
+    """``abc`` from ``ab`` + ``c`` (listed 2nd) and from ``a`` + ``bc`` (4th),
+    with ``bc`` + ``d`` (3rd) between."""
+    vocab = {"<unk>": 0, **{f"<0x{b:02X}>": 1 + b for b in range(256)}}
+    for text in ["a", "b", "c", "d", "ab", "bc", "abc", "bcd", SPACE, SPACE + "a"]:
+        vocab[text] = len(vocab)
+    document = json.loads(to_tokenizer_json(train(byte_fallback=True), "metaspace_first"))
+    document["added_tokens"] = []
+    document["post_processor"] = None
+    document["model"]["vocab"] = vocab
+    document["model"]["merges"] = [["b", "c"], ["ab", "c"], ["bc", "d"], ["a", "bc"], ["a", "b"], [SPACE, "a"]]
+    path = tmp_path_factory.mktemp("pairs") / "tokenizer.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    return bpe.load(path), tokenizers.Tokenizer.from_file(str(path))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text("abcd ", max_size=16))
+def test_merges_rank_pairs_not_tokens(pair_ranked, text):
+    """Hugging Face ranks each pair, not the token it makes: in ``abcd``, ``bc``
+    + ``d`` (3rd) merges before ``a`` + ``bc`` (4th), though ``abc`` was first
+    made by the 2nd."""
+    tok, reference = pair_ranked
+    assert tok.encode(text) == reference.encode(text, add_special_tokens=False).ids
+    assert tok.encode("abcd") == reference.encode("abcd", add_special_tokens=False).ids
+
+
+@pytest.fixture(scope="module", params=["data/tokenizer.model.v1", "data/mistral_instruct_tokenizer_240323.model.v3"])
+def mistral(request, tmp_path_factory):
+    from fetched import member
+
+    with open(member(MISTRAL, "mistral_common/" + request.param), "rb") as file:
+        data = file.read()
+    return pair(tmp_path_factory.mktemp("mistral"), data, "prepend_replace")
+
+
+def test_mistral_files_match_tokenizers(mistral):
+    tok, reference = mistral
+    docs = open(SHAKESPEARE, encoding="utf-8").read()[:200_000].split("\n\n") + WORLD.split(". ")
+    texts = ADVERSARIAL + ["[INST] What is 2+2? [/INST]", "<s>[INST] hi [/INST]</s>", " " * 33 + "indented"]
+    for text in texts:
+        assert tok.encode(text, add_special_tokens=True) == reference.encode(text).ids, text
+    expected = [e.ids for e in reference.encode_batch(docs, add_special_tokens=False)]
+    assert tok.encode_batch(docs) == expected
+    ids = [i for e in expected[:50] for i in e]
+    assert tok.decode(ids) == reference.decode(ids, skip_special_tokens=False)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(atoms=st.lists(st.sampled_from(ATOMS + ["[INST]", "\u2581\u2581\u2581", "\t\t"]), max_size=50),
+       text=st.text(st.characters(exclude_categories=("Cs",)), max_size=60))
+def test_mistral_files_on_random_text(mistral, atoms, text):
+    tok, reference = mistral
+    for sample in ("".join(atoms), text):
+        assert tok.encode(sample) == reference.encode(sample, add_special_tokens=False).ids, sample
+
+
+def test_corpora_and_the_command(tmp_path, trained):
+    """encode_file writes each record's ids (with the post-processor's when asked),
+    and the real ``bpe`` command reads such a file."""
+    import subprocess
+    import sys
+
+    tok, reference = pair(tmp_path, trained, "prepend_replace")
+    records = ["First record.", "", "<s>second  one", WORLD[:300]]
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"text": text}) + "\n" for text in records), encoding="utf-8")
+    tok.encode_file([corpus], tmp_path / "ids.bin", add_special_tokens=True, num_workers=2)
+    expected = [i for text in records for i in reference.encode(text).ids]
+    assert bpe.open_tokens(tmp_path / "ids.bin").tolist() == expected
+    result = subprocess.run([sys.executable, "-m", "bpe", "encode", str(corpus), "--tokenizer",
+                             str(tmp_path / "prepend_replace.json"), "-o", str(tmp_path / "cli.bin"), "--quiet"],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    plain = [i for text in records for i in reference.encode(text, add_special_tokens=False).ids]
+    assert np.asarray(bpe.open_tokens(tmp_path / "cli.bin")).tolist() == plain
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "bpe", *args], capture_output=True, text=True, cwd=tmp_path)
+
+    result = run("decode", "cli.bin", "--tokenizer", "prepend_replace.json")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.rstrip("\n") == reference.decode(plain, skip_special_tokens=False)
+    result = run("show", "--text", "<s>hi there", "--tokenizer", "prepend_replace.json", "--ids")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == "ids: " + " ".join(map(str, reference.encode("<s>hi there").ids[1:]))
+    result = run("inspect", "prepend_replace.json")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split()[1] == str(reference.get_vocab_size())
+    result = run("encode", "corpus.jsonl", "--tokenizer", "prepend_replace.json", "-o", "shards", "--shard-mb", "1")
+    assert result.returncode != 0 and "leave out --shard-mb" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("change, field", [
+    (lambda d: d["model"].update(byte_fallback=False), "model.byte_fallback"),
+    (lambda d: d["model"]["vocab"].pop("<0x41>"), "model.vocab"),
+    (lambda d: d["model"].update(ignore_merges=True), "model.ignore_merges"),
+    (lambda d: d["model"].update(dropout=0.1), "model.dropout"),
+    (lambda d: d["model"]["merges"].append(["<0x41>", "<0x42>"]), "model.merges"),
+    (lambda d: d.update(pre_tokenizer={"type": "Whitespace"}), "pre_tokenizer"),
+    (lambda d: d.update(decoder={"type": "WordPiece"}), "decoder"),
+])
+def test_what_bpe_does_not_read_is_refused_naming_the_field(tmp_path, trained, change, field):
+    document = json.loads(to_tokenizer_json(trained, "prepend_replace"))
+    change(document)
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    with pytest.raises(TokenizerFileError, match=f"{os.fspath(path)}: {field.replace('.', '[.]')}"):
+        bpe.load(path)
