@@ -45,7 +45,7 @@ from bpe._memory cimport empty_written_once, mem_alloc, mem_free, next_capacity,
 from bpe._pairranks cimport pairranks_add, pairranks_bytes, pairranks_fill_bytes, pairranks_init, pairranks_prefetch
 from bpe._session cimport (SCAN_BATCH, Bytes, Scratch, Session, bytes_reserve, release_output, scratch_leave_shared,
                            shared_nearly_full)
-from bpe._scanner cimport FILL_SLACK, N_PATTERNS, Scanner, check_pattern, read_ahead, scanner_fill, scanner_init
+from bpe._scanner cimport FILL_SLACK, N_PATTERNS, PATTERN_METASPACE, Scanner, check_pattern, read_ahead, scanner_fill, scanner_init
 from bpe._shortcache cimport (SHORT_KEY_BYTES, BatchKey, ShortEntry, ShortKey, batch_key_hashed, copy_ids,
                               pair_holding, short_key, short_keys, shortcache_free, shortcache_holds,
                               shortcache_home, shortcache_init, shortcache_insert, shortcache_make_room,
@@ -288,6 +288,12 @@ cdef class EncodeKernel:
         Whether a merge's token is found by adding an offset to its rank where
         every merged id follows its rank (``rule_merged``), else always read
         from the table.
+
+    alone : uint8 array of 0x110000 / 8, optional
+        For the metaspace pattern: the code points (a bit each, as
+        ``holds_any``'s bitmap) that stand alone as pre-tokens, in place of
+        tabs and line feeds (``bpe.charlevel``: the characters no piece of
+        several characters holds).
     """
     cdef:
         Tables t                # the vocabulary as the caches' misses ask it (``bpe/_caches.pxd``)
@@ -297,20 +303,35 @@ cdef class EncodeKernel:
         # by side: GROUP_AFTER_MISSES, or NEVER_GROUPED where the pair table fits
         # in a core's L2 cache (see the end of __cinit__).
         Py_ssize_t group_after_misses
+        # The metaspace scanner's code points that stand alone (``alone``), held
+        # here, and where they are; NULL for none.
+        object alone_bits
+        const uint8_t* alone
 
     def __cinit__(self, const token_t[::1] byte_ids, const uint8_t[::1] token_data,
                   const offset_t[::1] token_offsets, const token_t[::1] token_ids,
                   const token_t[::1] ranked_ids, const token_t[:, ::1] merge_pairs=None,
                   bint whole_tokens=True, group_after_misses=None, l2_cache_bytes=None,
-                  bint merged_ids_by_offset=True):
+                  bint merged_ids_by_offset=True, alone=None):
         cdef Py_ssize_t n_tokens = token_ids.shape[0]
         cdef Py_ssize_t t, k
         cdef int64_t start
         cdef const int64_t[::1] entry_of
         cdef const uint8_t* data = &token_data[0] if token_data.shape[0] > 0 else NULL
+        cdef const uint8_t[::1] alone_view
         if byte_ids.shape[0] != 256:
             raise ValueError(f"byte_ids has {byte_ids.shape[0]} entries, not 256")
         check_path_choices(group_after_misses, l2_cache_bytes)
+        self.alone = NULL
+        if alone is not None:
+            self.alone_bits = np.ascontiguousarray(alone, dtype=np.uint8)
+            if self.alone_bits.shape != (0x110000 // 8,):
+                raise ValueError(f"alone has shape {self.alone_bits.shape}, not ({0x110000 // 8},): a bit "
+                                 "for each code point")
+            if (self.alone_bits[0x2581 >> 3] >> (0x2581 & 7)) & 1:
+                raise ValueError("alone holds U+2581, which the metaspace scanner never cuts alone")
+            alone_view = self.alone_bits
+            self.alone = &alone_view[0]
         if merge_pairs is not None and (merge_pairs.shape[0] != ranked_ids.shape[0] or merge_pairs.shape[1] != 2):
             raise ValueError(f"merge_pairs is {merge_pairs.shape[0]} x {merge_pairs.shape[1]}, not "
                              f"{ranked_ids.shape[0]} x 2 (a pair for each rank)")
@@ -601,6 +622,7 @@ cdef class EncodeKernel:
         if pattern == WHOLE_SEGMENT:
             return encode_piece(&self.t, s, data, n, PIECE_ANY)
         scanner_init(&scanner, pattern, data, n)
+        scanner.alone = self.alone if pattern == PATTERN_METASPACE else NULL
         # Every id covers at least one byte: room for n ids serves the segment.
         if ids_reserve(&s.out, n) < 0:
             return -1

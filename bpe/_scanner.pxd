@@ -52,6 +52,9 @@ cdef struct Scanner:
     uint64_t starts
     uint64_t risky_starts
     uint64_t risky_ends
+    # metaspace only: the code points that stand alone (a bit each, as
+    # ``holds_any``'s bitmap), in place of tabs and line feeds; NULL for those.
+    const uint8_t* alone
 
 
 cdef void scanner_init(Scanner* sc, int pattern, const uint8_t* s, Py_ssize_t n) noexcept nogil

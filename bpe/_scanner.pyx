@@ -573,6 +573,28 @@ cdef Py_ssize_t next_metaspace(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noe
     return n
 
 
+cdef Py_ssize_t next_metaspace_alone(const uint8_t* s, Py_ssize_t i, Py_ssize_t n,
+                                     const uint8_t* alone) noexcept nogil:
+    """metaspace where the code points set in ``alone`` stand alone (SentencePiece
+    models' characters that no piece of several characters holds, which no
+    merge can join to another): such a code point, or a run of U+2581 and what
+    follows up to the next one or such a code point. U+2581 is never alone."""
+    cdef Py_ssize_t k = i, end
+    cdef uint32_t cp = code_point(s, i, &end)
+    if (alone[cp >> 3] >> (cp & 7)) & 1:
+        return end
+    while k + 3 <= n and s[k] == 0xE2 and s[k + 1] == 0x96 and s[k + 2] == 0x81:
+        k += 3
+    while k < n:
+        if s[k] == 0xE2 and k + 3 <= n and s[k + 1] == 0x96 and s[k + 2] == 0x81:
+            return k
+        cp = code_point(s, k, &end)
+        if (alone[cp >> 3] >> (cp & 7)) & 1:
+            return k
+        k = end
+    return n
+
+
 cdef Py_ssize_t next_pretoken(int pattern, const uint8_t* s, Py_ssize_t i,
                               Py_ssize_t n) noexcept nogil:
     if pattern == PATTERN_METASPACE:
@@ -595,6 +617,7 @@ cdef void scanner_init(Scanner* sc, int pattern, const uint8_t* s, Py_ssize_t n)
     sc.n = n
     sc.pattern = pattern
     sc.classify = CLASSIFY_GPT2 if pattern == PATTERN_GPT2 else (NULL if pattern == PATTERN_METASPACE else CLASSIFY)
+    sc.alone = NULL
     sc.spread = SPREAD
     sc.window = -64             # no window of starts
     sc.starts = 0
@@ -878,6 +901,8 @@ cdef Py_ssize_t scanner_next_slow(Scanner* sc, Py_ssize_t i) noexcept nogil:
     scanner's end. The scanner without a classifier never has a window."""
     cdef int end
     if sc.classify == NULL:
+        if sc.alone != NULL:
+            return next_metaspace_alone(sc.s, i, sc.n, sc.alone)
         return next_pretoken(sc.pattern, sc.s, i, sc.n)
     load_window(sc, i)
     if sc.starts and not (sc.risky_starts & 1):
@@ -928,8 +953,9 @@ cdef int check_pattern(int pattern, const uint8_t* s, Py_ssize_t n) except -1:
     return ensure_tables(ascii_text)
 
 
-def split_offsets(const uint8_t[::1] data, int pattern):
+def split_offsets(const uint8_t[::1] data, int pattern, const uint8_t[::1] alone=None):
     """The byte offsets where pre-tokens start, plus ``len(data)``: an int64 array.
+    ``alone``: for metaspace, the code points that stand alone (``EncodeKernel``'s).
 
     >>> split_offsets(b"Hi  there", PATTERN_IDS["gpt2"]).tolist()
     [0, 2, 3, 9]
@@ -937,12 +963,15 @@ def split_offsets(const uint8_t[::1] data, int pattern):
     cdef Py_ssize_t n = data.shape[0]
     cdef const uint8_t* s = &data[0] if n > 0 else NULL
     check_pattern(pattern, s, n)
+    if alone is not None and (pattern != PATTERN_METASPACE or alone.shape[0] != 0x110000 // 8):
+        raise ValueError("alone is for the metaspace pattern: a bit for each code point")
     out = np.empty(n + 1, dtype=np.int64)
     cdef offset_t[::1] offsets = out
     cdef Py_ssize_t i = 0
     cdef Py_ssize_t count = 0
     cdef Scanner scanner
     scanner_init(&scanner, pattern, s, n)
+    scanner.alone = &alone[0] if alone is not None else NULL
     with nogil:
         while i < n:
             offsets[count] = i

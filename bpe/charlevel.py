@@ -14,9 +14,10 @@ begin like one it holds) become the ids they stand for afterwards
 
 A merge makes a piece of the two parts it joins, so it never crosses between
 two characters that no piece holds side by side: where no piece holds ``▁``
-after another character, the text is cut before each run of ``▁``, and where
-no piece of several characters holds a tab or a line feed, around each of
-them too (the native ``metaspace`` pattern).
+after another character, the text is cut before each run of ``▁`` (the
+native ``metaspace`` pattern), and around each character that no piece of
+several characters holds (an ideograph or a line feed, often), which then
+is a pre-token of its own that the caches know at once.
 """
 from __future__ import annotations
 
@@ -29,19 +30,19 @@ from bpe.flat import flatten
 from bpe.vocabulary import Ranks, Rule
 
 SPACE = "\u2581"                     # ▁, which stands for a space in pieces
-#: The cuts before each run of ▁ alone, for models with pieces that hold a tab or a line feed.
-WORDS = f"{SPACE}+[^{SPACE}]*|[^{SPACE}]+"
 
 
-def character_pattern(pieces: Iterable[str]) -> Optional[str]:
-    """The pattern that cuts text where no merge of these pieces crosses (see
-    the module's docstring), or None for no cut."""
+def character_cuts(pieces: Iterable[str]) -> tuple[Optional[str], Optional[np.ndarray]]:
+    """Where text may be cut with no merge of these pieces crossing (see the
+    module's docstring): the pattern (None for no cut) and the code points
+    that stand alone (``EncodeKernel``'s ``alone``): every one that no piece of
+    several characters holds, but ``▁``."""
     pieces = [piece for piece in pieces if len(piece) > 1]
     if any(SPACE in piece.lstrip(SPACE) for piece in pieces):
-        return None
-    if any(c in piece for piece in pieces for c in "\t\n"):
-        return WORDS
-    return "metaspace"
+        return None, None
+    alone = np.ones(0x110000, dtype=bool)
+    alone[sorted({ord(c) for piece in pieces for c in piece} | {ord(SPACE)})] = False
+    return "metaspace", np.packbits(alone, bitorder="little")
 
 
 class CharacterVocabulary:
@@ -98,7 +99,9 @@ class CharacterVocabulary:
             arrays["merge_pairs"] = np.ascontiguousarray(np.concatenate([
                 made_pairs, np.asarray(rule.pairs, dtype=np.int32).reshape(-1, 2)]))
             arrays["ranked_ids"] = np.concatenate([made_ids, np.asarray(rule.merged, dtype=np.int32)])
-        self.pattern = character_pattern(pieces)
+        self.pattern, alone = character_cuts(pieces)
+        if alone is not None:
+            arrays["alone"] = alone
         self.encoder = Encoder(arrays, self.pattern, special_tokens)
         self.fuse_unknown = byte_pieces is None
         self.unk_id = unk_id

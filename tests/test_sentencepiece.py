@@ -179,17 +179,16 @@ def test_runs_of_one_character_tie_as_sentencepiece_breaks_ties():
             assert tok.encode(text) == sp.encode(text), repr(text)
 
 
-@pytest.mark.parametrize("piece, pattern", [("a\n", "words"), ("a\u2581b", None), ("\t\t", "words")])
+@pytest.mark.parametrize("piece, pattern", [("a\n", "metaspace"), ("a\u2581b", None), ("\t\t", "metaspace")])
 def test_pieces_that_cross_the_cuts_keep_their_text_whole(piece, pattern):
-    """The metaspace pattern cuts before each run of ▁ and around tabs and line
-    feeds; a model with a piece holding one of those where the cut would be
-    is cut less (only before ▁), or not at all, and still encodes exactly."""
-    from bpe.charlevel import WORDS
-
+    """The text is cut before each run of ▁ and around each character no piece
+    of several characters holds; a model with a piece holding one of those
+    where the cut would be is cut less (that character is not alone), or not
+    at all (▁ after another character), and still encodes exactly."""
     tok, sp = pair(crafted(LETTERS + [("\n", -100.0), ("\t", -100.0), ("ab", -2.0),
                                       (piece, -1.0)], add_dummy_prefix=True))
-    assert tok.pattern == (WORDS if pattern == "words" else None)
-    for text in ["a\nb", "ab ab\n\na\t\tb", "a b", "\t\tab a\n", "xa\u2581b"]:
+    assert tok.pattern == pattern
+    for text in ["a\nb", "ab ab\n\na\t\tb", "a b", "\t\tab a\n", "xa\u2581b", "\n\t\nq\t"]:
         assert tok.encode(text) == sp.encode(text), text
 
 
@@ -279,6 +278,30 @@ def test_the_metaspace_scanner_cuts_before_each_run():
         offsets = split_offsets(data, PATTERN_IDS["metaspace"]).tolist()
         raw = text.encode("utf-8")
         assert [raw[a:b].decode() for a, b in zip(offsets, offsets[1:])] == findall(PATTERNS["metaspace"], text)
+
+
+def test_the_metaspace_scanner_cuts_around_characters_that_stand_alone():
+    """With the code points that no piece of several characters holds, the
+    scanner cuts around each of them as well as before each run of ▁."""
+    import regex
+
+    from bpe._scanner import PATTERN_IDS, split_offsets
+    from conftest import findall
+
+    rng = np.random.default_rng(6)
+    alphabet = ["\u2581", "a", "é", "日", "本", "🤖", "\n", "\t", " ", "\u2582", "。", "x"]
+    for alone_set in ["日\n", "é🤖。\t", "a", ""]:
+        bits = np.zeros(0x110000, dtype=bool)
+        bits[[ord(c) for c in alone_set]] = True
+        alone = np.packbits(bits, bitorder="little")
+        other = f"[^\u2581{regex.escape(alone_set)}]" if alone_set else "[^\u2581]"
+        reference = (f"[{regex.escape(alone_set)}]|" if alone_set else "") + f"\u2581+{other}*|{other}+"
+        for _ in range(200):
+            text = "".join(rng.choice(alphabet, size=int(rng.integers(0, 30))))
+            data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+            offsets = split_offsets(data, PATTERN_IDS["metaspace"], alone).tolist()
+            raw = text.encode("utf-8")
+            assert [raw[a:b].decode() for a, b in zip(offsets, offsets[1:])] == findall(reference, text), text
 
 
 MISTRAL = "mistral-common==1.13.1"
