@@ -38,7 +38,7 @@ from bpe.charlevel import SPACE, CharacterVocabulary
 from bpe.encoder import utf8
 from bpe.flat import flatten
 from bpe.errors import TokenizerFileError
-from bpe.huggingface.characters import CharacterFile, decode_step
+from bpe.huggingface.characters import CharacterFile, bytewise, decode_step
 from bpe.formats.sentencepiece import (BYTE, CONTROL, MODEL_TYPES, NORMAL, TYPE_NAMES, UNKNOWN, UNUSED,
                                        USER_DEFINED, SentencePieceFile, read_sentencepiece)
 from bpe.vocabulary import Ranks, ids_dtype
@@ -451,6 +451,7 @@ class HuggingFaceSentencePiece(CharacterTokenizer):
         self.special_tokens = dict(data.special_tokens)
         self._ints = PrebuiltInts(self.n_vocab)
         self._pipeline = data.pipeline
+        self._bytewise = bytewise(data.pipeline)
         self._added = frozenset(data.special_tokens)
         #: Every id's token: its text (an added token's content).
         self.tokens = data.texts
@@ -478,6 +479,12 @@ class HuggingFaceSentencePiece(CharacterTokenizer):
         stretches: list[bytes] = []
         layout: list[list[int]] = []      # each text's parts: an added token's id, or -1 for its next stretch
         for text in texts:
+            if self._bytewise is not None and self._pipeline.finds_none(text, self._added):
+                data = self._bytewise(utf8(text))
+                if data:
+                    stretches.append(data)
+                layout.append([-1] if data else [])
+                continue
             parts = []
             for token_id, pieces in self._pipeline.pieces(utf8(text).decode("utf-8"), self._added):
                 if token_id is not None:

@@ -66,6 +66,24 @@ def test_random_texts_match_tokenizers(files, atoms, text):
         assert tok.encode(sample) == reference.encode(sample, add_special_tokens=False).ids, sample
 
 
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(texts=st.lists(st.text(st.sampled_from("ab <s>\u2581日旦\n"), max_size=12), max_size=5))
+def test_texts_without_added_tokens_take_the_bytes_path_and_match_the_general_one(files, texts):
+    """Where a text holds no added token and the steps allow, they run on its
+    UTF-8 (``characters.bytewise``); the steps run as ``Pipeline`` runs them give
+    the same ids (and Metaspace that splits always takes that way)."""
+    import copy
+
+    tok, reference = files
+    general = copy.copy(tok)
+    general._bytewise = None
+    assert (tok._bytewise is None) == (tok._pipeline.pre_tokenizer.steps[:1] != [] and
+                                       tok._pipeline.pre_tokenizer.steps[0].get("split", True))
+    expected = [e.ids for e in reference.encode_batch(texts, add_special_tokens=False)]
+    assert tok.encode_batch(texts) == expected
+    assert general.encode_batch(texts) == expected
+
+
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_decode_of_any_ids_matches_tokenizers(files, data):

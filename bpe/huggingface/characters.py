@@ -12,7 +12,7 @@ for a stretch that is a token). ``bpe.charlevel`` runs that in the kernel.
 """
 from __future__ import annotations
 
-from typing import NamedTuple, Optional
+from typing import Callable, NamedTuple, Optional
 
 import numpy as np
 
@@ -195,6 +195,45 @@ def _check_decoder(step: dict, field: str, refuse: _Refusal) -> None:
             _expect(step.get(side), int, f"{field}.{side}", refuse, "a count")
     elif kind == "Metaspace":
         _check_metaspace(step, field, refuse)
+
+
+def bytewise(pipeline: Pipeline) -> Optional[Callable[[bytes], bytes]]:
+    """The normalizer and pre-tokenizer of a text that holds no added token, as
+    one function on its UTF-8 (the same bytes, without making a str that is no
+    longer ASCII, whose UTF-8 took longer than encoding it), where the steps
+    allow: Prepend, Replace of a string, and Metaspace that does not split.
+    None otherwise, or where an added token is matched after normalizing."""
+    if any(token.normalized for token in pipeline.added):
+        return None
+    steps = []
+    for step in pipeline.normalizer.steps:
+        if step["type"] == "Prepend":
+            steps.append((b"", step["prepend"].encode("utf-8"), False))
+        elif step["type"] == "Replace" and "String" in step["pattern"]:
+            steps.append((step["pattern"]["String"].encode("utf-8"), step["content"].encode("utf-8"), False))
+        else:
+            return None
+    for step in pipeline.pre_tokenizer.steps:
+        if step.get("split", True):
+            return None
+        replacement = step["replacement"].encode("utf-8")
+        steps.append((b" ", replacement, False))
+        if metaspace_scheme(step) != "never":
+            steps.append((b"", replacement, True))
+
+    def run(data: bytes) -> bytes:
+        # (old, new, unless_there): a replacement, or with old b"" a prefix
+        # (Metaspace's only where the text does not start with it already).
+        for old, new, unless_there in steps:
+            if not data:
+                break
+            if old:
+                data = data.replace(old, new)
+            elif not (unless_there and data.startswith(new)):
+                data = new + data
+        return data
+
+    return run
 
 
 # --------------------------------------------------------------------------- decoding

@@ -398,7 +398,7 @@ class Pipeline:
 
     def _settle(self) -> None:
         """What every call asks, worked out once."""
-        #: id of a table of ``_tries`` -> the bitmap of its forms' first code points (``_find``).
+        #: id of a table of ``_tries`` -> its forms, and the bitmap of their first code points (``_find``).
         self._probes: dict = {}
         #: The kernel alone can encode a text the normalizer leaves unchanged.
         self.simple = self._simple()
@@ -466,6 +466,14 @@ class Pipeline:
 
     # ------------------------------------------------------------ added tokens
 
+    def finds_none(self, text: str, allowed: frozenset) -> bool:
+        """Whether no allowed added token, of either kind, is found in ``text`` as it is."""
+        for normalized in (False, True):
+            table = self._trie(allowed, normalized)
+            if table and self._find(text, table) != [(None, 0, len(text))]:
+                return False
+        return True
+
     def _trie(self, allowed: frozenset, normalized: bool) -> dict[str, int]:
         """``{form: index into added}`` of the allowed tokens with that ``normalized``
         flag: their content, or for normalized ones their normalized content."""
@@ -486,11 +494,12 @@ class Pipeline:
         inside a match again; single_word drops a match, lstrip and rstrip widen it)."""
         if not table:
             return [(None, 0, len(text))]
-        forms = tuple(table)
         probe = self._probes.get(id(table))
         if probe is None:
-            probe = self._probes[id(table)] = _bitmap([ord(form[0]) for form in forms])
-        if not holds_any_of(text, probe, forms):
+            forms = tuple(table)
+            probe = self._probes[id(table)] = (_bitmap([ord(form[0]) for form in forms]), forms)
+        bits, forms = probe
+        if not holds_any_of(text, bits, forms):
             # One pass in C finds that none occurs: most texts. (A search per
             # token, 771 of them in Mistral v0.3's files, cost more than encoding.)
             return [(None, 0, len(text))]
