@@ -18,8 +18,9 @@ import numpy as np
 
 from bpe.huggingface.pipeline import Normalizer, Pipeline, PreTokenizer, metaspace_scheme, replace
 from bpe.huggingface.tokenizer_json import (_check_added_forms, _check_normalizer, _expect, _flatten,
-                                            _read_added_tokens, _read_post_processor, _Refusal)
-from bpe.vocabulary import MAX_ID, Merges
+                                            _read_added_tokens, _read_post_processor, _Refusal, check_bpe_options,
+                                            read_merge_texts, texts_by_id)
+from bpe.vocabulary import Merges
 
 #: The decoders ``decode`` runs, as ``tokenizers`` does.
 DECODERS = ("Replace", "ByteFallback", "Fuse", "Strip", "Metaspace")
@@ -70,38 +71,25 @@ def _step_types(spec, key: str) -> list:
 
 
 def read(document: dict, path: str) -> CharacterFile:
-    """Read a parsed ``tokenizer.json`` of a character-level BPE model exactly, or
-    refuse it with TokenizerFileError naming the field and why."""
+    """Read a ``tokenizer.json`` of a character-level BPE model exactly, or refuse
+    it with TokenizerFileError naming the field and why (``document``: the
+    file as ``tokenizer_json.read_document`` parsed it)."""
     refuse = _Refusal(path)
-    for field in ("truncation", "padding"):
-        if document.get(field) is not None:
-            raise refuse(field, f"is set ({document[field]!r:.60}); bpe encodes whole texts, unpadded: "
-                                "set it to null")
     model = document["model"]
     if model.get("byte_fallback") is not True:
         raise refuse("model.byte_fallback", f"is {model.get('byte_fallback')!r}: with no ByteLevel step this is "
                                             "BPE over characters, which bpe reads with byte fallback only (a "
                                             "character the vocabulary lacks then becomes its bytes' <0xNN> tokens)")
-    if model.get("dropout") not in (None, 0, 0.0):
-        raise refuse("model.dropout", f"is {model.get('dropout')!r}: merges are skipped at random")
-    for field in ("continuing_subword_prefix", "end_of_word_suffix"):
-        if model.get(field) not in (None, ""):
-            raise refuse(f"model.{field}", f"is {model.get(field)!r}, which bpe does not read")
+    check_bpe_options(model, refuse)
     if model.get("ignore_merges", False):
         raise refuse("model.ignore_merges", "is true; bpe reads character-level BPE without it")
     vocab = _expect(model.get("vocab"), dict, "model.vocab", refuse, "an object of token -> id")
-    texts: dict[int, str] = {}
-    for text, token_id in vocab.items():
-        _expect(token_id, int, f"model.vocab[{text!r}]", refuse, "an integer id")
-        if not 0 <= token_id <= MAX_ID:
-            raise refuse(f"model.vocab[{text!r}]", f"id {token_id} is not in [0, {MAX_ID}]")
-        if token_id in texts:
-            raise refuse(f"model.vocab[{text!r}]", f"id {token_id} is given to {texts[token_id]!r} too")
+    texts = texts_by_id(vocab, refuse)
+    for text in vocab:
         try:
             text.encode("utf-8")
         except UnicodeEncodeError:
             raise refuse(f"model.vocab[{text!r}]", "is not Unicode text (a lone surrogate)") from None
-        texts[token_id] = text
     names = [f"<0x{b:02X}>" for b in range(256)]
     missing = [name for name in names if name not in vocab]
     if missing:
@@ -111,29 +99,14 @@ def read(document: dict, path: str) -> CharacterFile:
     byte_names = set(names)
     pieces = {text: token_id for text, token_id in vocab.items() if text and text not in byte_names}
 
-    merges = _expect(model.get("merges"), list, "model.merges", refuse, "a list of merges")
-    strings = [isinstance(merge, str) for merge in merges]
-    if any(strings) and not all(strings):
-        raise refuse("model.merges", "mixes 'a b' strings and [a, b] pairs (tokenizers refuses that)")
-    listed: dict[tuple[int, int], tuple[int, int]] = {}       # pair -> (index, merged id); the last listing wins
-    for index, merge in enumerate(merges):
-        if isinstance(merge, str):
-            if merge.startswith("#version"):
-                continue
-            parts = merge.split(" ")
-        else:
-            parts = merge
-        if not (isinstance(parts, list) and len(parts) == 2 and all(isinstance(part, str) for part in parts)):
-            raise refuse(f"model.merges[{index}]", f"{merge!r:.60} is not 'a b' or [a, b]")
-        for part in (parts[0], parts[1], parts[0] + parts[1]):
-            if part not in vocab:
-                raise refuse(f"model.merges[{index}]", f"{part!r} is not in the vocabulary")
+    listed: dict[tuple[int, int], tuple[int, int]] = {}       # pair -> (place, merged id); the last listing wins
+    for index, left, right in read_merge_texts(model, vocab, refuse):
+        for part in (left, right, left + right):
             if part in byte_names:
                 raise refuse(f"model.merges[{index}]", f"merges {part!r}, a byte-fallback token, which bpe "
                                                        "does not merge")
-        if not parts[0] or not parts[1]:
-            continue                  # a part no symbol is: tokenizers never applies it
-        listed[(vocab[parts[0]], vocab[parts[1]])] = (index, vocab[parts[0] + parts[1]])
+        if left and right:            # (a merge with an empty part, no symbol being empty, never applies)
+            listed[(vocab[left], vocab[right])] = (index, vocab[left + right])
     order = sorted(listed.items(), key=lambda item: item[1][0])
     rule = Merges(np.array([pair for pair, _ in order], dtype=np.int32).reshape(-1, 2),
                   np.array([merged for _, (_, merged) in order], dtype=np.int32), False)

@@ -56,13 +56,18 @@ def _expect(value, kind, field: str, refuse: _Refusal, what: str):
 
 
 def read_document(path: str) -> dict:
-    """A ``tokenizer.json`` parsed, with a model in it."""
+    """A ``tokenizer.json`` parsed, with a model in it (and no truncation or padding)."""
     try:
         document = json.loads(read_bytes(path).decode("utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
         raise TokenizerFileError(f"{path}: not a JSON tokenizer: {type(e).__name__}: {e}"[:300]) from None
+    refuse = _Refusal(path)
     if not isinstance(document, dict) or not isinstance(document.get("model"), dict):
-        raise _Refusal(path)("model", "missing; not a Hugging Face tokenizer.json")
+        raise refuse("model", "missing; not a Hugging Face tokenizer.json")
+    for field in ("truncation", "padding"):
+        if document.get(field) is not None:
+            raise refuse(field, f"is set ({document[field]!r:.60}); bpe encodes whole texts, unpadded: "
+                                "set it to null")
     return document
 
 
@@ -73,10 +78,6 @@ def read(path, document: Optional[dict] = None) -> HuggingFaceFile:
     if document is None:
         document = read_document(path)
     refuse = _Refusal(path)
-    for field in ("truncation", "padding"):
-        if document.get(field) is not None:
-            raise refuse(field, f"is set ({document[field]!r:.60}); bpe encodes whole texts, unpadded: "
-                                "set it to null")
     model = document["model"]
     vocab, ids_by_text = _read_vocab(model, refuse)
     added = _read_added_tokens(document.get("added_tokens"), ids_by_text, refuse)
@@ -260,23 +261,21 @@ def _check_pre_tokenizer(step: dict, field: str, refuse: _Refusal) -> None:
                         "(Split, ByteLevel, Digits, Punctuation, Whitespace, WhitespaceSplit, Sequence)")
 
 
-def _read_vocab(model: dict, refuse: _Refusal) -> tuple[dict[str, int], dict[str, int]]:
-    if model.get("type") != "BPE":
-        raise refuse("model.type", f"is {model.get('type')!r}; bpe reads byte-level BPE models only")
+def check_bpe_options(model: dict, refuse: _Refusal) -> None:
+    """What no BPE model bpe reads has: dropout, a subword prefix or suffix."""
     if model.get("dropout") not in (None, 0, 0.0):
         raise refuse("model.dropout", f"is {model.get('dropout')!r}: merges are skipped at random")
     for field in ("continuing_subword_prefix", "end_of_word_suffix"):
         if model.get(field) not in (None, ""):
-            raise refuse(f"model.{field}", f"is {model.get(field)!r}, which byte-level BPE does not use")
+            raise refuse(f"model.{field}", f"is {model.get(field)!r}, which bpe does not read")
+
+
+def _read_vocab(model: dict, refuse: _Refusal) -> tuple[dict[str, int], dict[str, int]]:
+    if model.get("type") != "BPE":
+        raise refuse("model.type", f"is {model.get('type')!r}; bpe reads byte-level BPE models only")
+    check_bpe_options(model, refuse)
     vocab = _expect(model.get("vocab"), dict, "model.vocab", refuse, "an object of token -> id")
-    seen = {}
-    for text, token_id in vocab.items():
-        _expect(token_id, int, f"model.vocab[{text!r}]", refuse, "an integer id")
-        if not 0 <= token_id <= MAX_ID:
-            raise refuse(f"model.vocab[{text!r}]", f"id {token_id} is not in [0, {MAX_ID}]")
-        if token_id in seen:
-            raise refuse(f"model.vocab[{text!r}]", f"id {token_id} is given to {seen[token_id]!r} too")
-        seen[token_id] = text
+    texts_by_id(vocab, refuse)
     if model.get("byte_fallback") or model.get("unk_token") is not None:
         # Never used where every byte has a token: check that it is so.
         missing = [c for c in gpt2_byte_encoder().values() if c not in vocab]
@@ -287,12 +286,27 @@ def _read_vocab(model: dict, refuse: _Refusal) -> tuple[dict[str, int], dict[str
     return vocab, vocab
 
 
-def _read_merges(model: dict, vocab: dict[str, int], refuse: _Refusal) -> list[tuple[bytes, bytes]]:
+def texts_by_id(vocab: dict, refuse: _Refusal) -> dict[int, str]:
+    """``model.vocab`` checked (ids that are ints in range, given once) and inverted."""
+    texts: dict[int, str] = {}
+    for text, token_id in vocab.items():
+        _expect(token_id, int, f"model.vocab[{text!r}]", refuse, "an integer id")
+        if not 0 <= token_id <= MAX_ID:
+            raise refuse(f"model.vocab[{text!r}]", f"id {token_id} is not in [0, {MAX_ID}]")
+        if token_id in texts:
+            raise refuse(f"model.vocab[{text!r}]", f"id {token_id} is given to {texts[token_id]!r} too")
+        texts[token_id] = text
+    return texts
+
+
+def read_merge_texts(model: dict, vocab: dict[str, int], refuse: _Refusal) -> list[tuple[int, str, str]]:
+    """The model's merges as ``(place in the list, left, right)`` texts, each part
+    and their join checked to be in the vocabulary, as ``tokenizers`` checks them."""
     merges = _expect(model.get("merges"), list, "model.merges", refuse, "a list of merges")
     strings = [isinstance(merge, str) for merge in merges]
     if any(strings) and not all(strings):
         raise refuse("model.merges", "mixes 'a b' strings and [a, b] pairs (tokenizers refuses that)")
-    pairs = []
+    out = []
     for index, merge in enumerate(merges):
         if isinstance(merge, str):
             if merge.startswith("#version"):
@@ -305,8 +319,15 @@ def _read_merges(model: dict, vocab: dict[str, int], refuse: _Refusal) -> list[t
         for part in (parts[0], parts[1], parts[0] + parts[1]):
             if part not in vocab:
                 raise refuse(f"model.merges[{index}]", f"{part!r} is not in the vocabulary")
+        out.append((index, parts[0], parts[1]))
+    return out
+
+
+def _read_merges(model: dict, vocab: dict[str, int], refuse: _Refusal) -> list[tuple[bytes, bytes]]:
+    pairs = []
+    for index, left, right in read_merge_texts(model, vocab, refuse):
         where = lambda: f"{refuse.path}: model.merges[{index}]"  # noqa: E731
-        pairs.append((from_gpt2_text(parts[0], where), from_gpt2_text(parts[1], where)))
+        pairs.append((from_gpt2_text(left, where), from_gpt2_text(right, where)))
     # A pair listed twice takes the rank of its last listing: keep that one.
     last = {pair: index for index, pair in enumerate(pairs)}
     return [pair for index, pair in enumerate(pairs) if last[pair] == index]
