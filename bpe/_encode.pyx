@@ -294,6 +294,10 @@ cdef class EncodeKernel:
         ``holds_any``'s bitmap) that stand alone as pre-tokens, in place of
         tabs and line feeds (``bpe.charlevel``: the characters no piece of
         several characters holds).
+    joined : uint8 array of 128 * 128 / 8, optional
+        With ``alone``: bit 128 * a + b set for the ASCII characters a and b
+        that may stay side by side; the metaspace scanner cuts between others
+        (those that no piece holds side by side).
     """
     cdef:
         Tables t                # the vocabulary as the caches' misses ask it (``bpe/_caches.pxd``)
@@ -305,14 +309,15 @@ cdef class EncodeKernel:
         Py_ssize_t group_after_misses
         # The metaspace scanner's code points that stand alone (``alone``), held
         # here, and where they are; NULL for none.
-        object alone_bits
+        object alone_bits, joined_bits
         const uint8_t* alone
+        const uint8_t* joined
 
     def __cinit__(self, const token_t[::1] byte_ids, const uint8_t[::1] token_data,
                   const offset_t[::1] token_offsets, const token_t[::1] token_ids,
                   const token_t[::1] ranked_ids, const token_t[:, ::1] merge_pairs=None,
                   bint whole_tokens=True, group_after_misses=None, l2_cache_bytes=None,
-                  bint merged_ids_by_offset=True, alone=None):
+                  bint merged_ids_by_offset=True, alone=None, joined=None):
         cdef Py_ssize_t n_tokens = token_ids.shape[0]
         cdef Py_ssize_t t, k
         cdef int64_t start
@@ -332,6 +337,16 @@ cdef class EncodeKernel:
                 raise ValueError("alone holds U+2581, which the metaspace scanner never cuts alone")
             alone_view = self.alone_bits
             self.alone = &alone_view[0]
+        self.joined = NULL
+        if joined is not None:
+            if alone is None:
+                raise ValueError("joined goes with alone")
+            self.joined_bits = np.ascontiguousarray(joined, dtype=np.uint8)
+            if self.joined_bits.shape != (128 * 128 // 8,):
+                raise ValueError(f"joined has shape {self.joined_bits.shape}, not ({128 * 128 // 8},): a bit "
+                                 "for each pair of ASCII characters")
+            alone_view = self.joined_bits
+            self.joined = &alone_view[0]
         if merge_pairs is not None and (merge_pairs.shape[0] != ranked_ids.shape[0] or merge_pairs.shape[1] != 2):
             raise ValueError(f"merge_pairs is {merge_pairs.shape[0]} x {merge_pairs.shape[1]}, not "
                              f"{ranked_ids.shape[0]} x 2 (a pair for each rank)")
@@ -622,7 +637,8 @@ cdef class EncodeKernel:
         if pattern == WHOLE_SEGMENT:
             return encode_piece(&self.t, s, data, n, PIECE_ANY)
         scanner_init(&scanner, pattern, data, n)
-        scanner.alone = self.alone if pattern == PATTERN_METASPACE else NULL
+        if pattern == PATTERN_METASPACE:
+            scanner.alone, scanner.joined = self.alone, self.joined
         # Every id covers at least one byte: room for n ids serves the segment.
         if ids_reserve(&s.out, n) < 0:
             return -1

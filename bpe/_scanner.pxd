@@ -54,7 +54,10 @@ cdef struct Scanner:
     uint64_t risky_ends
     # metaspace only: the code points that stand alone (a bit each, as
     # ``holds_any``'s bitmap), in place of tabs and line feeds; NULL for those.
+    # With them, ``joined`` (or NULL): bit 128 * a + b for the ASCII characters
+    # a and b that may stay side by side; the text is cut between any others.
     const uint8_t* alone
+    const uint8_t* joined
 
 
 cdef void scanner_init(Scanner* sc, int pattern, const uint8_t* s, Py_ssize_t n) noexcept nogil

@@ -573,14 +573,18 @@ cdef Py_ssize_t next_metaspace(const uint8_t* s, Py_ssize_t i, Py_ssize_t n) noe
     return n
 
 
-cdef Py_ssize_t next_metaspace_alone(const uint8_t* s, Py_ssize_t i, Py_ssize_t n,
-                                     const uint8_t* alone) noexcept nogil:
+cdef Py_ssize_t next_metaspace_alone(const uint8_t* s, Py_ssize_t i, Py_ssize_t n, const uint8_t* alone,
+                                     const uint8_t* joined) noexcept nogil:
     """metaspace where the code points set in ``alone`` stand alone (SentencePiece
     models' characters that no piece of several characters holds, which no
     merge can join to another): such a code point, or a run of U+2581 and what
-    follows up to the next one or such a code point. U+2581 is never alone."""
+    follows up to the next one or such a code point; and, with ``joined``, up
+    to two ASCII characters side by side that no piece holds so. U+2581 is
+    never alone."""
     cdef Py_ssize_t k = i, end
+    cdef uint32_t before = 0x80           # the character before k where it is ASCII, else 0x80
     cdef uint32_t cp = code_point(s, i, &end)
+    cdef uint32_t pair
     if (alone[cp >> 3] >> (cp & 7)) & 1:
         return end
     while k + 3 <= n and s[k] == 0xE2 and s[k + 1] == 0x96 and s[k + 2] == 0x81:
@@ -591,6 +595,11 @@ cdef Py_ssize_t next_metaspace_alone(const uint8_t* s, Py_ssize_t i, Py_ssize_t 
         cp = code_point(s, k, &end)
         if (alone[cp >> 3] >> (cp & 7)) & 1:
             return k
+        if joined != NULL and before < 0x80 and cp < 0x80:
+            pair = (before << 7) | cp
+            if not (joined[pair >> 3] >> (pair & 7)) & 1:
+                return k
+        before = cp
         k = end
     return n
 
@@ -618,6 +627,7 @@ cdef void scanner_init(Scanner* sc, int pattern, const uint8_t* s, Py_ssize_t n)
     sc.pattern = pattern
     sc.classify = CLASSIFY_GPT2 if pattern == PATTERN_GPT2 else (NULL if pattern == PATTERN_METASPACE else CLASSIFY)
     sc.alone = NULL
+    sc.joined = NULL
     sc.spread = SPREAD
     sc.window = -64             # no window of starts
     sc.starts = 0
@@ -902,7 +912,7 @@ cdef Py_ssize_t scanner_next_slow(Scanner* sc, Py_ssize_t i) noexcept nogil:
     cdef int end
     if sc.classify == NULL:
         if sc.alone != NULL:
-            return next_metaspace_alone(sc.s, i, sc.n, sc.alone)
+            return next_metaspace_alone(sc.s, i, sc.n, sc.alone, sc.joined)
         return next_pretoken(sc.pattern, sc.s, i, sc.n)
     load_window(sc, i)
     if sc.starts and not (sc.risky_starts & 1):
@@ -953,9 +963,11 @@ cdef int check_pattern(int pattern, const uint8_t* s, Py_ssize_t n) except -1:
     return ensure_tables(ascii_text)
 
 
-def split_offsets(const uint8_t[::1] data, int pattern, const uint8_t[::1] alone=None):
+def split_offsets(const uint8_t[::1] data, int pattern, const uint8_t[::1] alone=None,
+                  const uint8_t[::1] joined=None):
     """The byte offsets where pre-tokens start, plus ``len(data)``: an int64 array.
-    ``alone``: for metaspace, the code points that stand alone (``EncodeKernel``'s).
+    ``alone``, ``joined``: for metaspace, the code points that stand alone and
+    the ASCII pairs that stay joined (``EncodeKernel``'s).
 
     >>> split_offsets(b"Hi  there", PATTERN_IDS["gpt2"]).tolist()
     [0, 2, 3, 9]
@@ -965,6 +977,8 @@ def split_offsets(const uint8_t[::1] data, int pattern, const uint8_t[::1] alone
     check_pattern(pattern, s, n)
     if alone is not None and (pattern != PATTERN_METASPACE or alone.shape[0] != 0x110000 // 8):
         raise ValueError("alone is for the metaspace pattern: a bit for each code point")
+    if joined is not None and (alone is None or joined.shape[0] != 128 * 128 // 8):
+        raise ValueError("joined goes with alone: a bit for each pair of ASCII characters")
     out = np.empty(n + 1, dtype=np.int64)
     cdef offset_t[::1] offsets = out
     cdef Py_ssize_t i = 0
@@ -972,6 +986,7 @@ def split_offsets(const uint8_t[::1] data, int pattern, const uint8_t[::1] alone
     cdef Scanner scanner
     scanner_init(&scanner, pattern, s, n)
     scanner.alone = &alone[0] if alone is not None else NULL
+    scanner.joined = &joined[0] if joined is not None else NULL
     with nogil:
         while i < n:
             offsets[count] = i

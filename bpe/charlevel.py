@@ -15,9 +15,11 @@ begin like one it holds) become the ids they stand for afterwards
 A merge makes a piece of the two parts it joins, so it never crosses between
 two characters that no piece holds side by side: where no piece holds ``▁``
 after another character, the text is cut before each run of ``▁`` (the
-native ``metaspace`` pattern), and around each character that no piece of
+native ``metaspace`` pattern), around each character that no piece of
 several characters holds (an ideograph or a line feed, often), which then
-is a pre-token of its own that the caches know at once.
+is a pre-token of its own that the caches know at once, and between two
+ASCII characters that no piece holds side by side (``(b`` in code, often):
+fewer and shorter new pre-tokens to merge.
 """
 from __future__ import annotations
 
@@ -32,17 +34,22 @@ from bpe.vocabulary import Ranks, Rule
 SPACE = "\u2581"                     # ▁, which stands for a space in pieces
 
 
-def character_cuts(pieces: Iterable[str]) -> tuple[Optional[str], Optional[np.ndarray]]:
+def character_cuts(pieces: Iterable[str]) -> tuple[Optional[str], dict[str, np.ndarray]]:
     """Where text may be cut with no merge of these pieces crossing (see the
-    module's docstring): the pattern (None for no cut) and the code points
-    that stand alone (``EncodeKernel``'s ``alone``): every one that no piece of
-    several characters holds, but ``▁``."""
+    module's docstring): the pattern (None for no cut), and ``EncodeKernel``'s
+    arrays for it: ``alone``, the code points that no piece of several
+    characters holds, but ``▁``; ``joined``, the pairs of ASCII characters
+    that some piece holds side by side."""
     pieces = [piece for piece in pieces if len(piece) > 1]
     if any(SPACE in piece.lstrip(SPACE) for piece in pieces):
-        return None, None
+        return None, {}
     alone = np.ones(0x110000, dtype=bool)
     alone[sorted({ord(c) for piece in pieces for c in piece} | {ord(SPACE)})] = False
-    return "metaspace", np.packbits(alone, bitorder="little")
+    joined = np.zeros(128 * 128, dtype=bool)
+    pairs = {(ord(a) << 7) | ord(b) for piece in pieces for a, b in zip(piece, piece[1:]) if a < "\x80" and b < "\x80"}
+    joined[sorted(pairs)] = True
+    return "metaspace", {"alone": np.packbits(alone, bitorder="little"),
+                         "joined": np.packbits(joined, bitorder="little")}
 
 
 class CharacterVocabulary:
@@ -99,9 +106,8 @@ class CharacterVocabulary:
             arrays["merge_pairs"] = np.ascontiguousarray(np.concatenate([
                 made_pairs, np.asarray(rule.pairs, dtype=np.int32).reshape(-1, 2)]))
             arrays["ranked_ids"] = np.concatenate([made_ids, np.asarray(rule.merged, dtype=np.int32)])
-        self.pattern, alone = character_cuts(pieces)
-        if alone is not None:
-            arrays["alone"] = alone
+        self.pattern, cuts = character_cuts(pieces)
+        arrays.update(cuts)
         self.encoder = Encoder(arrays, self.pattern, special_tokens)
         self.fuse_unknown = byte_pieces is None
         self.unk_id = unk_id

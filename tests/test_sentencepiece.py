@@ -21,6 +21,7 @@ from bpe.sentencepiece import SentencePieceTokenizer
 spm = pytest.importorskip("sentencepiece")
 model_pb2 = pytest.importorskip("sentencepiece.sentencepiece_model_pb2")
 
+SPACE = "\u2581"
 SHAKESPEARE = os.path.join(os.path.dirname(bpe.__file__), "data", "tinyshakespeare.txt")
 #: Text that is not English: characters of 2, 3 and 4 bytes, marks, emoji.
 WORLD = ("Größe café naïve résumé Ærø. 日本語のテキストです。東京と京都。 한국어 텍스트. Привет, мир! "
@@ -280,28 +281,49 @@ def test_the_metaspace_scanner_cuts_before_each_run():
         assert [raw[a:b].decode() for a, b in zip(offsets, offsets[1:])] == findall(PATTERNS["metaspace"], text)
 
 
-def test_the_metaspace_scanner_cuts_around_characters_that_stand_alone():
-    """With the code points that no piece of several characters holds, the
-    scanner cuts around each of them as well as before each run of ▁."""
-    import regex
+def reference_cuts(text: str, alone: set, joined: set) -> list[str]:
+    """The pieces the metaspace scanner makes with ``alone`` and ``joined``: a cut
+    before each run of ▁, around each character of ``alone``, and between two
+    ASCII characters not in ``joined``, but never after a ▁."""
+    pieces, at = [], 0
+    for k in range(1, len(text) + 1):
+        if k == len(text):
+            cut = True
+        else:
+            before, here = text[k - 1], text[k]
+            cut = ((here == SPACE != before) or before in alone or here in alone
+                   or (before.isascii() and here.isascii() and (before, here) not in joined))
+        if cut:
+            pieces.append(text[at:k])
+            at = k
+    return pieces
 
+
+def test_the_metaspace_scanner_cuts_where_no_piece_joins_two_characters():
+    """With the code points that no piece of several characters holds, the
+    scanner cuts around each of them as well as before each run of ▁; with the
+    ASCII pairs that pieces hold, between any two others."""
     from bpe._scanner import PATTERN_IDS, split_offsets
-    from conftest import findall
 
     rng = np.random.default_rng(6)
-    alphabet = ["\u2581", "a", "é", "日", "本", "🤖", "\n", "\t", " ", "\u2582", "。", "x"]
-    for alone_set in ["日\n", "é🤖。\t", "a", ""]:
+    alphabet = [SPACE, "a", "b", "(", "é", "日", "本", "🤖", "\n", "\t", " ", "\u2582", "。", "x"]
+    for alone_set, joined_set in [("日\n", None), ("é🤖。\t", {("a", "b"), ("(", "a"), ("x", "x")}), ("a", set()),
+                                  ("", None), ("", {("a", "a")})]:
         bits = np.zeros(0x110000, dtype=bool)
         bits[[ord(c) for c in alone_set]] = True
         alone = np.packbits(bits, bitorder="little")
-        other = f"[^\u2581{regex.escape(alone_set)}]" if alone_set else "[^\u2581]"
-        reference = (f"[{regex.escape(alone_set)}]|" if alone_set else "") + f"\u2581+{other}*|{other}+"
-        for _ in range(200):
+        pairs = np.zeros(128 * 128, dtype=bool)
+        for a, b in joined_set or ():
+            pairs[(ord(a) << 7) | ord(b)] = True
+        joined = None if joined_set is None else np.packbits(pairs, bitorder="little")
+        every_pair = {(chr(a), chr(b)) for a in range(128) for b in range(128)}
+        for _ in range(300):
             text = "".join(rng.choice(alphabet, size=int(rng.integers(0, 30))))
             data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
-            offsets = split_offsets(data, PATTERN_IDS["metaspace"], alone).tolist()
+            offsets = split_offsets(data, PATTERN_IDS["metaspace"], alone, joined).tolist()
             raw = text.encode("utf-8")
-            assert [raw[a:b].decode() for a, b in zip(offsets, offsets[1:])] == findall(reference, text), text
+            expected = reference_cuts(text, set(alone_set), every_pair if joined_set is None else joined_set)
+            assert [raw[a:b].decode() for a, b in zip(offsets, offsets[1:])] == expected, text
 
 
 MISTRAL = "mistral-common==1.13.1"
