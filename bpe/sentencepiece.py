@@ -560,9 +560,15 @@ class HuggingFaceSentencePiece(CharacterTokenizer):
 
     def decode(self, ids: Iterable[int], *, skip_special_tokens: bool = False) -> str:
         """The text of ``ids`` as ``tokenizers``' ``decode`` gives it: each id's
-        token (an id of none is left out), through the file's decoder."""
+        token (an id of none is left out), through the file's decoder. (This
+        default keeps special tokens, as ``bpe.Tokenizer``'s; ``tokenizers``'
+        skips them.)"""
         skipped = self._pipeline.skipped if skip_special_tokens else frozenset()
-        tokens = [self.tokens[i] for i in map(int, ids) if i in self.tokens and i not in skipped]
+        ids = [int(i) for i in ids]
+        bad = [i for i in ids if not 0 <= i < 1 << 32]
+        if bad:
+            raise ValueError(f"id {bad[0]} is not a token id (0 to 2**32 - 1)")
+        tokens = [self.tokens[i] for i in ids if i in self.tokens and i not in skipped]
         if not self._decoder:
             return " ".join(tokens)
         for step in self._decoder:

@@ -20,7 +20,7 @@ from bpe.huggingface.pipeline import Normalizer, Pipeline, PreTokenizer, metaspa
 from bpe.huggingface.tokenizer_json import (_check_added_forms, _check_normalizer, _expect, _flatten,
                                             _read_added_tokens, _read_post_processor, _Refusal, check_bpe_options,
                                             read_merge_texts, texts_by_id)
-from bpe.vocabulary import Merges
+from bpe.vocabulary import PREBUILT_SLACK, Merges
 
 #: The decoders ``decode`` runs, as ``tokenizers`` does.
 DECODERS = ("Replace", "ByteFallback", "Fuse", "Strip", "Metaspace")
@@ -119,24 +119,59 @@ def read(document: dict, path: str) -> CharacterFile:
     if len(pre_tokenizer.steps) > 1:
         raise refuse("pre_tokenizer", "has several steps; bpe reads character-level BPE with one Metaspace "
                                       "step or none")
-    if pre_tokenizer.steps and metaspace_scheme(pre_tokenizer.steps[0]) == "first" and not normalizer.identity \
-            and any(token.normalized for token in added):
-        raise refuse("pre_tokenizer.prepend_scheme", "is 'first' with a normalizer and normalized added "
-                                                     "tokens, whose offsets bpe does not follow")
+    if pre_tokenizer.steps and metaspace_scheme(pre_tokenizer.steps[0]) == "first":
+        _check_first_scheme(normalizer, added, refuse)
+    _check_twice_listed(document.get("added_tokens"), refuse)
     _check_added_forms(added, normalizer, refuse)
     prefix, suffix = _read_post_processor(document.get("post_processor"), refuse)
     decoder = _flatten(document.get("decoder"), "decoder", "decoders", _check_decoder, refuse)
-    special_texts = {token.content for token in added if token.special}
-    skipped = {token.id for token in added
-               if (normalizer(token.content) if token.normalized else token.content) in special_texts}
-    skipped |= {token_id for text, token_id in vocab.items() if text in special_texts}
+    # Decoding gives an added token's text as it is matched (normalized, if it is
+    # so), before the vocabulary's; with skip_special_tokens, every id whose text
+    # is a special added token's content goes.
     for token in added:
-        texts.setdefault(token.id, token.content)
+        texts[token.id] = normalizer(token.content) if token.normalized else token.content
+    special_texts = {token.content for token in added if token.special}
+    skipped = {token_id for token_id, text in texts.items() if text in special_texts}
     pipeline = Pipeline(added, normalizer, pre_tokenizer, prefix, suffix, sorted(skipped))
     characters = [text for text in pieces if len(text) == 1 and ord(text) >= 0x80]
     n_vocab = max(texts) + 1 if texts else 0
+    if n_vocab > len(texts) + PREBUILT_SLACK:
+        raise refuse("model.vocab", f"has id {n_vocab - 1}, far past its {len(texts)} tokens; bpe reads "
+                                    "vocabularies whose ids are about as many as its tokens")
     return CharacterFile(pieces, n_vocab, byte_pieces, characters, rule, texts,
                          {token.content: token.id for token in added}, pipeline, decoder)
+
+
+def _check_first_scheme(normalizer: Normalizer, added, refuse: _Refusal) -> None:
+    """Metaspace's ``first`` prepends where the stretch starts at the text's
+    first character as ``tokenizers`` tracks offsets through the normalizer;
+    bpe follows that only for normalizers that keep the first character where
+    it is (Unicode forms, Lowercase, Prepend, a Replace of one character by
+    some), and without normalized added tokens."""
+    for step in normalizer.steps:
+        kind = step["type"]
+        pattern = step.get("pattern", {})
+        keeps = kind in ("NFC", "NFD", "NFKC", "NFKD", "Lowercase", "Prepend") or (
+            kind == "Replace" and len(pattern.get("String", "")) == 1 and step.get("content"))
+        if not keeps:
+            raise refuse("pre_tokenizer.prepend_scheme", f"is 'first' after a {kind} normalizer that may move "
+                                                         "the text's start, which bpe does not follow")
+    if not normalizer.identity and any(token.normalized for token in added):
+        raise refuse("pre_tokenizer.prepend_scheme", "is 'first' with a normalizer and normalized added "
+                                                     "tokens, whose offsets bpe does not follow")
+
+
+def _check_twice_listed(items, refuse: _Refusal) -> None:
+    """An added token listed again with other flags: ``tokenizers`` keeps some
+    of the first listing's (special stays special) and takes some of the last's."""
+    seen: dict = {}
+    for index, item in enumerate(items or ()):
+        content = item.get("content")
+        flags = tuple(item.get(flag) for flag in ("special", "normalized", "lstrip", "rstrip", "single_word"))
+        if content in seen and seen[content] != flags:
+            raise refuse(f"added_tokens[{index}]", f"lists {content!r} again with other flags, which bpe "
+                                                   "does not read")
+        seen.setdefault(content, flags)
 
 
 def _check_metaspace(step: dict, field: str, refuse: _Refusal) -> None:
@@ -166,6 +201,9 @@ def _check_decoder(step: dict, field: str, refuse: _Refusal) -> None:
             raise refuse(f"{field}.content", f"is {step.get('content')!r:.60}, not one character")
         for side in ("start", "stop"):
             _expect(step.get(side), int, f"{field}.{side}", refuse, "a count")
+        if step["stop"] != 0:
+            raise refuse(f"{field}.stop", f"is {step['stop']}; tokenizers fails on a token shorter than that, "
+                                          "and bpe reads 0 only")
     elif kind == "Metaspace":
         _check_metaspace(step, field, refuse)
 
