@@ -453,7 +453,8 @@ class HuggingFaceSentencePiece(CharacterTokenizer):
         self._pipeline = data.pipeline
         self._bytewise = bytewise(data.pipeline)
         self._added = frozenset(data.special_tokens)
-        #: Every id's token: its text (an added token's content).
+        #: Every id's token as decoding gives it: its text (an added token's as it is
+        #: matched: its content, normalized if it is matched so).
         self.tokens = data.texts
         self.n_merges = len(data.rule.merged)
         self._added_ids = frozenset(data.special_tokens.values())
