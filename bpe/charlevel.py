@@ -32,15 +32,18 @@ from bpe.flat import flatten
 from bpe.vocabulary import Ranks, Rule
 
 SPACE = "\u2581"                     # ▁, which stands for a space in pieces
+_SPACE_UTF8 = SPACE.encode("utf-8")
 
 
-def character_cuts(pieces: Iterable[str]) -> tuple[Optional[str], dict[str, np.ndarray]]:
+def character_cuts(pieces: Iterable[str], space: bool = False) -> tuple[Optional[str], dict[str, np.ndarray]]:
     """Where text may be cut with no merge of these pieces crossing (see the
     module's docstring): the pattern (None for no cut), and ``EncodeKernel``'s
     arrays for it: ``alone``, the code points that no piece of several
     characters holds, but ``▁``; ``joined``, the pairs of ASCII characters
-    that some piece holds side by side."""
-    pieces = [piece for piece in pieces if len(piece) > 1]
+    that some piece holds side by side. With ``space``, ``▁`` is written as
+    an ASCII space in the kernel's text and pieces, so the pairs decide
+    around it too."""
+    pieces = [piece.replace(SPACE, " ") if space else piece for piece in pieces if len(piece) > 1]
     if any(SPACE in piece.lstrip(SPACE) for piece in pieces):
         return None, {}
     alone = np.ones(0x110000, dtype=bool)
@@ -62,24 +65,44 @@ class CharacterVocabulary:
     symbols (built from their bytes) though not all need be pieces; ``rule``:
     the merges, given by the pieces' ids (``Ranks``: the pieces of several
     characters in rank order; ``Merges``: pairs of ids, each making one).
+
+    ``space``: the kernel's text and pieces write ``▁`` as an ASCII space
+    (``kernel_text``), where the caller's text holds no space of its own and
+    no piece or special token does: one byte, not three, so no merges to
+    make it and shorter pre-tokens, and the pairs of ASCII characters decide
+    the cuts around it.
     """
 
     def __init__(self, pieces: Mapping[str, int], n_vocab: int, byte_pieces: Optional[Sequence[int]],
-                 unk_id: int, characters: Iterable[str], rule: Rule, special_tokens: Mapping[str, int] = {}):
-        ids: dict[bytes, int] = {text.encode("utf-8"): token_id for text, token_id in pieces.items()}
+                 unk_id: int, characters: Iterable[str], rule: Rule, special_tokens: Mapping[str, int] = {},
+                 space: bool = False):
+        if space and any(" " in text for text in [*pieces, *special_tokens]):
+            raise ValueError("a piece or special token holds a space, so ▁ cannot be written as one")
+        if space and any(SPACE in text for text in special_tokens):
+            raise ValueError("a special token holds ▁, which the kernel's text writes as a space")
+        self.space = space
+        ids: dict[bytes, int] = {(text.replace(SPACE, " ") if space else text).encode("utf-8"): token_id
+                                 for text, token_id in pieces.items()}
         extra = n_vocab
         fallback = {}                    # a token past the model's ids -> the ids it stands for
         byte_ids = np.empty(256, dtype=np.int32)
         for b in range(256):
             token = bytes([b])
             if token not in ids:
-                if byte_pieces is not None:
+                if space and token == b" ":
+                    # ▁, which is no piece: its bytes' pieces, or the unknown piece.
+                    ids[token] = extra
+                    fallback[extra] = [unk_id] if byte_pieces is None else [byte_pieces[x] for x in _SPACE_UTF8]
+                    extra += 1
+                elif byte_pieces is not None:
                     ids[token] = byte_pieces[b]
                 else:
                     ids[token] = extra
                     fallback[extra] = [unk_id]
                     extra += 1
             byte_ids[b] = ids[token]
+        if space:
+            characters = [c for c in characters if c != SPACE]
         # Each multi-byte character from its bytes, a byte at a time: the
         # merge of a prefix and the next byte, shorter prefixes first.
         made: dict[bytes, tuple[int, int]] = {}        # prefix -> (its prefix's id, the byte's id)
@@ -106,7 +129,7 @@ class CharacterVocabulary:
             arrays["merge_pairs"] = np.ascontiguousarray(np.concatenate([
                 made_pairs, np.asarray(rule.pairs, dtype=np.int32).reshape(-1, 2)]))
             arrays["ranked_ids"] = np.concatenate([made_ids, np.asarray(rule.merged, dtype=np.int32)])
-        self.pattern, cuts = character_cuts(pieces)
+        self.pattern, cuts = character_cuts(pieces, space)
         arrays.update(cuts)
         self.encoder = Encoder(arrays, self.pattern, special_tokens)
         self.fuse_unknown = byte_pieces is None
@@ -118,10 +141,14 @@ class CharacterVocabulary:
         for t in range(n_vocab, extra):
             self._fallback_ids[t - n_vocab, :len(fallback[t])] = fallback[t]
 
+    def kernel_text(self, data: bytes) -> bytes:
+        """Normalized text (UTF-8) as the kernel reads it: with ``space``, ``▁`` as a space."""
+        return data.replace(_SPACE_UTF8, b" ") if self.space else data
+
     def encode(self, data: np.ndarray, offsets: np.ndarray,
                special: Sequence[str] = ()) -> tuple[np.ndarray, np.ndarray]:
-        """The ids of each text of ``data`` (UTF-8, text t ``data[offsets[t]:offsets[t + 1]]``),
-        ``special`` found in it, as ``(ids, offsets)``."""
+        """The ids of each text of ``data`` (``kernel_text``'s UTF-8, text t
+        ``data[offsets[t]:offsets[t + 1]]``), ``special`` found in it, as ``(ids, offsets)``."""
         return self.finish(*self.encoder.encode_utf8_texts(data, offsets, special))
 
     def finish(self, ids: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -38,7 +38,7 @@ from bpe.charlevel import SPACE, CharacterVocabulary
 from bpe.encoder import utf8
 from bpe.flat import flatten
 from bpe.errors import TokenizerFileError
-from bpe.huggingface.characters import CharacterFile, bytewise, decode_step
+from bpe.huggingface.characters import CharacterFile, bytewise, decode_step, spaces_all_replaced
 from bpe.formats.sentencepiece import (BYTE, CONTROL, MODEL_TYPES, NORMAL, TYPE_NAMES, UNKNOWN, UNUSED,
                                        USER_DEFINED, SentencePieceFile, read_sentencepiece)
 from bpe.vocabulary import Ranks, ids_dtype
@@ -229,9 +229,13 @@ class SentencePieceTokenizer(CharacterTokenizer):
                 group.sort(key=lambda item: -len(item[2]))
             ranked.extend(index for _, index, _ in group)
         characters = {c for text in normal for c in text if ord(c) >= 0x80}
+        # The kernel writes ▁ as a space where the normalized text can hold no
+        # space of its own (escaped) and no piece or user-defined piece holds one.
+        space = self.escape_whitespaces and not any(" " in text or SPACE in text and text in self.user_defined
+                                                    for text in [*normal, *self.user_defined])
         self._vocabulary = CharacterVocabulary(normal, self.n_vocab, byte_piece if self.byte_fallback else None,
                                                self.unk_id, characters, Ranks(np.array(ranked, dtype=np.int32)),
-                                               self.user_defined)
+                                               self.user_defined, space=space)
         self.pattern = self._vocabulary.pattern
         self._encoder = self._vocabulary.encoder
         self._decoding = None
@@ -263,9 +267,11 @@ class SentencePieceTokenizer(CharacterTokenizer):
         own too)."""
         return self._normalized_utf8(text).decode("utf-8")
 
-    def _normalized_utf8(self, text: str) -> bytes:
+    def _normalized_utf8(self, text: str, kernel: bool = False) -> bytes:
         """``normalize(text)`` as UTF-8, made on the bytes: a str holding ``▁`` is
-        no longer ASCII, and converting it to UTF-8 took a tenth of the time."""
+        no longer ASCII, and converting it to UTF-8 took a tenth of the time.
+        With ``kernel``, as the kernel reads it (``CharacterVocabulary.kernel_text``,
+        made at once: where ``▁`` is a space there, escaping is a no-op)."""
         data = utf8(text)
         if self.remove_extra_whitespaces:
             data = data.lstrip(b" ")
@@ -274,7 +280,11 @@ class SentencePieceTokenizer(CharacterTokenizer):
         if not data:
             return data
         space = _SPACE_UTF8 if self.escape_whitespaces else b" "
-        if self.escape_whitespaces:
+        if kernel and self._vocabulary.space:
+            space = b" "
+            if _SPACE_UTF8 in data:
+                data = data.replace(_SPACE_UTF8, space)       # the text's own ▁, which is one with a space
+        elif self.escape_whitespaces:
             data = data.replace(b" ", space)
         if self.add_dummy_prefix:
             data = space + data
@@ -293,7 +303,7 @@ class SentencePieceTokenizer(CharacterTokenizer):
         return [self.bos_id] if add_bos else [], [self.eos_id] if add_eos else []
 
     def _ids(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        normalized = [self._normalized_utf8(text) for text in texts]
+        normalized = [self._normalized_utf8(text, kernel=True) for text in texts]
         offsets = np.zeros(len(normalized) + 1, dtype=np.int64)
         np.cumsum([len(data) for data in normalized], out=offsets[1:])
         data = np.frombuffer(b"".join(normalized), dtype=np.uint8)
@@ -451,7 +461,6 @@ class HuggingFaceSentencePiece(CharacterTokenizer):
         self.special_tokens = dict(data.special_tokens)
         self._ints = PrebuiltInts(self.n_vocab)
         self._pipeline = data.pipeline
-        self._bytewise = bytewise(data.pipeline)
         self._added = frozenset(data.special_tokens)
         #: Every id's token as decoding gives it: its text (an added token's as it is
         #: matched: its content, normalized if it is matched so).
@@ -460,8 +469,10 @@ class HuggingFaceSentencePiece(CharacterTokenizer):
         self._added_ids = frozenset(data.special_tokens.values())
         self._byte_of = {token_id: b for b, token_id in enumerate(data.byte_pieces)}
         self._decoder = data.decoder
+        space = spaces_all_replaced(data.pipeline) and not any(" " in text for text in data.pieces)
         self._vocabulary = CharacterVocabulary(data.pieces, data.n_vocab, data.byte_pieces, -1, data.characters,
-                                               data.rule)
+                                               data.rule, space=space)
+        self._bytewise = bytewise(data.pipeline, space)
         self.pattern = self._vocabulary.pattern
         rule = data.rule
         digest = hashlib.sha256(repr((sorted(data.texts.items()), data.byte_pieces, rule.pairs.tolist(),
@@ -479,6 +490,7 @@ class HuggingFaceSentencePiece(CharacterTokenizer):
         # every stretch of every text in one kernel call.
         stretches: list[bytes] = []
         layout: list[list[int]] = []      # each text's parts: an added token's id, or -1 for its next stretch
+        kernel_text = self._vocabulary.kernel_text
         for text in texts:
             if self._bytewise is not None and self._pipeline.finds_none(text, self._added):
                 data = self._bytewise(utf8(text))
@@ -491,7 +503,7 @@ class HuggingFaceSentencePiece(CharacterTokenizer):
                 if token_id is not None:
                     parts.append(token_id)
                     continue
-                stretches.extend(piece.encode("utf-8") for piece in pieces)
+                stretches.extend(kernel_text(piece.encode("utf-8")) for piece in pieces)
                 parts.extend([-1] * len(pieces))
             layout.append(parts)
         offsets = np.zeros(len(stretches) + 1, dtype=np.int64)

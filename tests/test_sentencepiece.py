@@ -147,7 +147,7 @@ def crafted(pieces, *, byte_fallback=False, model_type=2, **normalizer) -> bytes
     proto.normalizer_spec.name = "identity"
     proto.normalizer_spec.add_dummy_prefix = normalizer.get("add_dummy_prefix", False)
     proto.normalizer_spec.remove_extra_whitespaces = normalizer.get("remove_extra_whitespaces", False)
-    proto.normalizer_spec.escape_whitespaces = True
+    proto.normalizer_spec.escape_whitespaces = normalizer.get("escape_whitespaces", True)
     return proto.SerializeToString()
 
 
@@ -180,16 +180,33 @@ def test_runs_of_one_character_tie_as_sentencepiece_breaks_ties():
             assert tok.encode(text) == sp.encode(text), repr(text)
 
 
-@pytest.mark.parametrize("piece, pattern", [("a\n", "metaspace"), ("a\u2581b", None), ("\t\t", "metaspace")])
-def test_pieces_that_cross_the_cuts_keep_their_text_whole(piece, pattern):
-    """The text is cut before each run of ▁ and around each character no piece
-    of several characters holds; a model with a piece holding one of those
-    where the cut would be is cut less (that character is not alone), or not
-    at all (▁ after another character), and still encodes exactly."""
+@pytest.mark.parametrize("piece", ["a\n", "a\u2581b", "\t\t", "b\u2581\u2581"])
+@pytest.mark.parametrize("escape", [True, False])
+def test_pieces_that_cross_the_cuts_keep_their_text_whole(piece, escape):
+    """The text is cut where no piece holds two characters side by side: a
+    model with a piece holding a tab, a line feed or ▁ after another character
+    is cut less there, and still encodes exactly. Where ▁ is three bytes in
+    the kernel (spaces not escaped), a ▁ after another character in a piece
+    means no cut at all."""
     tok, sp = pair(crafted(LETTERS + [("\n", -100.0), ("\t", -100.0), ("ab", -2.0),
-                                      (piece, -1.0)], add_dummy_prefix=True))
-    assert tok.pattern == pattern
-    for text in ["a\nb", "ab ab\n\na\t\tb", "a b", "\t\tab a\n", "xa\u2581b", "\n\t\nq\t"]:
+                                      (piece, -1.0)], add_dummy_prefix=True, escape_whitespaces=escape))
+    assert tok._vocabulary.space == escape
+    assert tok.pattern == (None if "\u2581" in piece and not escape else "metaspace")
+    for text in ["a\nb", "ab ab\n\na\t\tb", "a b", "\t\tab a\n", "xa\u2581b", "\n\t\nq\t", "b  a",
+                 "b\u2581\u2581", " b  "]:
+        assert tok.encode(text) == sp.encode(text), text
+
+
+@pytest.mark.parametrize("byte_fallback", [True, False])
+def test_a_model_without_the_space_piece(byte_fallback):
+    """▁ alone is no piece but begins some: it still merges into them, and
+    alone becomes its bytes' pieces (or the unknown piece), though the kernel
+    writes it as one byte."""
+    letters = [(c, -100.0) for c in "abz"]
+    tok, sp = pair(crafted(letters + [("\u2581a", -1.0), ("\u2581\u2581b", -2.0)], byte_fallback=byte_fallback,
+                           add_dummy_prefix=True))
+    assert tok._vocabulary.space
+    for text in [" a", " z", "  b", "a  z ", "z\u2581a", "\u2581", "   "]:
         assert tok.encode(text) == sp.encode(text), text
 
 

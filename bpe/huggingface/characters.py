@@ -22,6 +22,9 @@ from bpe.huggingface.tokenizer_json import (_check_added_forms, _check_normalize
                                             read_merge_texts, texts_by_id)
 from bpe.vocabulary import PREBUILT_SLACK, Merges
 
+SPACE = "\u2581"
+_SPACE_UTF8 = SPACE.encode("utf-8")
+
 #: The decoders ``decode`` runs, as ``tokenizers`` does.
 DECODERS = ("Replace", "ByteFallback", "Fuse", "Strip", "Metaspace")
 
@@ -208,31 +211,47 @@ def _check_decoder(step: dict, field: str, refuse: _Refusal) -> None:
         _check_metaspace(step, field, refuse)
 
 
-def bytewise(pipeline: Pipeline) -> Optional[Callable[[bytes], bytes]]:
+def bytewise(pipeline: Pipeline, space: bool = False) -> Optional[Callable[[bytes], bytes]]:
     """The normalizer and pre-tokenizer of a text that holds no added token, as
     one function on its UTF-8 (the same bytes, without making a str that is no
     longer ASCII, whose UTF-8 took longer than encoding it), where the steps
     allow: Prepend, Replace of a string, and Metaspace that does not split.
-    None otherwise, or where an added token is matched after normalizing."""
+    None otherwise, or where an added token is matched after normalizing.
+    With ``space``, the bytes are as the kernel reads them, ``▁`` as a space
+    (``CharacterVocabulary.kernel_text``), made at once: the text's own ``▁``
+    become spaces first, and the Replace of spaces by ``▁`` is then a no-op."""
     if any(token.normalized for token in pipeline.added):
         return None
+
+    def written(text: str) -> bytes:
+        data = text.encode("utf-8")
+        return data.replace(_SPACE_UTF8, b" ") if space else data
+
     steps = []
     for step in pipeline.normalizer.steps:
         if step["type"] == "Prepend":
-            steps.append((b"", step["prepend"].encode("utf-8"), False))
+            steps.append((b"", written(step["prepend"]), False))
         elif step["type"] == "Replace" and "String" in step["pattern"]:
-            steps.append((step["pattern"]["String"].encode("utf-8"), step["content"].encode("utf-8"), False))
+            old, new = step["pattern"]["String"], step["content"]
+            if space and (old, new) == (" ", SPACE):
+                continue
+            if space and any(c in old + new for c in (" ", SPACE)):
+                return None
+            steps.append((old.encode("utf-8"), new.encode("utf-8"), False))
         else:
             return None
     for step in pipeline.pre_tokenizer.steps:
         if step.get("split", True):
             return None
-        replacement = step["replacement"].encode("utf-8")
-        steps.append((b" ", replacement, False))
+        replacement = written(step["replacement"])
+        if replacement != b" ":
+            steps.append((b" ", replacement, False))
         if metaspace_scheme(step) != "never":
             steps.append((b"", replacement, True))
 
     def run(data: bytes) -> bytes:
+        if space and _SPACE_UTF8 in data:
+            data = data.replace(_SPACE_UTF8, b" ")
         # (old, new, unless_there): a replacement, or with old b"" a prefix
         # (Metaspace's only where the text does not start with it already).
         for old, new, unless_there in steps:
@@ -245,6 +264,28 @@ def bytewise(pipeline: Pipeline) -> Optional[Callable[[bytes], bytes]]:
         return data
 
     return run
+
+
+def spaces_all_replaced(pipeline: Pipeline) -> bool:
+    """Whether no space is left in the text the model is given (each became
+    ``▁``): a Metaspace pre-tokenizer with ``▁``, or normalizers whose last word
+    on spaces is a Replace of ``" "`` by ``▁`` (Unicode compatibility forms may
+    make spaces; canonical forms, Lowercase and Strip do not)."""
+    steps = pipeline.pre_tokenizer.steps
+    if steps:
+        return steps[0]["replacement"] == SPACE
+    replaced = False
+    for step in pipeline.normalizer.steps:
+        kind = step["type"]
+        if kind == "Replace" and step["pattern"].get("String") == " " and step["content"] == SPACE:
+            replaced = True
+        elif kind == "Prepend":
+            replaced = replaced and " " not in step["prepend"]
+        elif kind == "Replace":
+            replaced = replaced and " " not in step["content"]
+        elif kind not in ("NFC", "NFD", "Lowercase", "Strip"):
+            replaced = False
+    return replaced
 
 
 # --------------------------------------------------------------------------- decoding
