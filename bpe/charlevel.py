@@ -10,7 +10,9 @@ from its bytes by merges ranked before every real one: a proper prefix of a
 character is a token of its own, numbered past the model's ids. Whatever of
 those the merging leaves (the bytes of a character the model lacks, which
 begin like one it holds) become the ids they stand for afterwards
-(``CharacterVocabulary.finish``), vectorised.
+(``CharacterVocabulary.finish``), vectorised. Where the text can hold no
+space of its own, ``▁`` (three bytes) is written as a space (one) in the
+kernel's text and pieces: a space stands for it alone.
 
 A merge makes a piece of the two parts it joins, so it never crosses between
 two characters that no piece holds side by side: where no piece holds ``▁``

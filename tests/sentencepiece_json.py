@@ -10,14 +10,14 @@ text is made as converted files make it, in one of three forms:
 """
 import json
 
-from sentencepiece import sentencepiece_model_pb2 as model_pb2
-
 SPACE = "\u2581"
 FORMS = ["prepend_replace", "metaspace_first", "metaspace_split"]
 
 
 def to_tokenizer_json(data: bytes, form: str) -> str:
     """A SentencePiece BPE model (its bytes) as ``transformers``' converter writes it, in ``form``."""
+    from sentencepiece import sentencepiece_model_pb2 as model_pb2
+
     proto = model_pb2.ModelProto()
     proto.ParseFromString(data)
     pieces = [(p.piece, p.score, p.type) for p in proto.pieces]
