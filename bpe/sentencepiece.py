@@ -366,7 +366,13 @@ class SentencePieceTokenizer(CharacterTokenizer):
         pieces joined into characters (one U+FFFD for each byte that makes
         none), control pieces as nothing, the unknown piece as its surface,
         and the ``▁`` in front that the dummy prefix put there dropped."""
-        ids = np.asarray(ids if isinstance(ids, np.ndarray) else list(ids), dtype=np.int64).reshape(-1)
+        if isinstance(ids, np.ndarray):
+            ids = ids.astype(np.int64, copy=False).reshape(-1)
+        else:       # (twice as fast as np.asarray of a list)
+            try:
+                ids = np.fromiter(ids, dtype=np.int64, count=len(ids) if isinstance(ids, (list, tuple)) else -1)
+            except OverflowError:
+                raise ValueError(f"an id is not in [0, {self.n_vocab}): it is past 2**63") from None
         if ids.size and not (0 <= ids.min() and ids.max() < self.n_vocab):
             bad = ids[(ids < 0) | (ids >= self.n_vocab)][0]
             raise ValueError(f"id {bad} is not in [0, {self.n_vocab})")
@@ -392,7 +398,8 @@ class SentencePieceTokenizer(CharacterTokenizer):
         if not (self.add_dummy_prefix or self.remove_extra_whitespaces):
             return "", 0
         out = []
-        for index, token_id in enumerate(ids.tolist()):
+        # The head ends within the first few ids most often: read them a few at a time.
+        for index, token_id in enumerate(int(token_id) for token_id in ids):
             kind = self._types[token_id]
             if kind == BYTE:
                 return "".join(out), index

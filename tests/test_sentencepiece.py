@@ -111,6 +111,16 @@ def test_decode_of_any_ids_matches_sentencepiece(trained, kind, data):
     assert tok.decode(ids) == sp.decode(ids)
 
 
+def test_decode_takes_lists_arrays_and_iterables_and_names_a_bad_id(trained):
+    tok, sp = pair(trained["byte_fallback"])
+    ids = sp.encode("Hello there, 日本 ") + [sp.bos_id(), sp.eos_id()] + sp.encode(" again")
+    for given in (ids, tuple(ids), np.array(ids, dtype=np.uint32), np.array(ids), iter(ids)):
+        assert tok.decode(given) == sp.decode(ids)
+    for bad in (-1, sp.get_piece_size(), 2**70):
+        with pytest.raises(ValueError, match="not in \\[0, "):
+            tok.decode(ids + [bad])
+
+
 def test_bos_and_eos_only_when_asked(trained):
     tok, sp = pair(trained["byte_fallback"])
     for text in ["", "hello there"]:
