@@ -68,20 +68,19 @@ class CharacterVocabulary:
     the merges, given by the pieces' ids (``Ranks``: the pieces of several
     characters in rank order; ``Merges``: pairs of ids, each making one).
 
-    ``space``: the kernel's text and pieces write ``▁`` as an ASCII space
-    (``kernel_text``), where the caller's text holds no space of its own and
-    no piece or special token does: one byte, not three, so no merges to
-    make it and shorter pre-tokens, and the pairs of ASCII characters decide
-    the cuts around it.
+    ``no_spaces``: the caller's normalized text holds no space of its own
+    (each became ``▁``). Then, where no piece or special token holds a space
+    and no special token holds ``▁``, the kernel's text and pieces write
+    ``▁`` as an ASCII space (``space``, ``kernel_text``): one byte, not three,
+    so no merges to make it and shorter pre-tokens, and the pairs of ASCII
+    characters decide the cuts around it.
     """
 
     def __init__(self, pieces: Mapping[str, int], n_vocab: int, byte_pieces: Optional[Sequence[int]],
                  unk_id: int, characters: Iterable[str], rule: Rule, special_tokens: Mapping[str, int] = {},
-                 space: bool = False):
-        if space and any(" " in text for text in [*pieces, *special_tokens]):
-            raise ValueError("a piece or special token holds a space, so ▁ cannot be written as one")
-        if space and any(SPACE in text for text in special_tokens):
-            raise ValueError("a special token holds ▁, which the kernel's text writes as a space")
+                 no_spaces: bool = False):
+        space = no_spaces and not any(" " in text for text in [*pieces, *special_tokens]) and not any(
+            SPACE in text for text in special_tokens)
         self.space = space
         ids: dict[bytes, int] = {(text.replace(SPACE, " ") if space else text).encode("utf-8"): token_id
                                  for text, token_id in pieces.items()}

@@ -126,6 +126,10 @@ class CharacterTokenizer:
             tokens.append(Token(token_id, data, characters.decode(data), special))
         return tokens
 
+    def clear_cache(self) -> None:
+        """Forget the pre-tokens merged so far (as ``Tokenizer.clear_cache``)."""
+        self._vocabulary.encoder.clear_cache()
+
     def token_dtype(self, dtype=None) -> np.dtype:
         """The dtype of token arrays on disk: uint16 where every id fits, else uint32."""
         return ids_dtype(self.n_vocab, dtype)
@@ -229,15 +233,10 @@ class SentencePieceTokenizer(CharacterTokenizer):
                 group.sort(key=lambda item: -len(item[2]))
             ranked.extend(index for _, index, _ in group)
         characters = {c for text in normal for c in text if ord(c) >= 0x80}
-        # The kernel writes ▁ as a space where the normalized text can hold no
-        # space of its own (escaped) and no piece or user-defined piece holds one.
-        space = self.escape_whitespaces and not any(" " in text or SPACE in text and text in self.user_defined
-                                                    for text in [*normal, *self.user_defined])
         self._vocabulary = CharacterVocabulary(normal, self.n_vocab, byte_piece if self.byte_fallback else None,
                                                self.unk_id, characters, Ranks(np.array(ranked, dtype=np.int32)),
-                                               self.user_defined, space=space)
+                                               self.user_defined, no_spaces=self.escape_whitespaces)
         self.pattern = self._vocabulary.pattern
-        self._encoder = self._vocabulary.encoder
         self._decoding = None
         self._texts = [piece.text for piece in pieces]
         self._types = [piece.type for piece in pieces]
@@ -476,10 +475,9 @@ class HuggingFaceSentencePiece(CharacterTokenizer):
         self._added_ids = frozenset(data.special_tokens.values())
         self._byte_of = {token_id: b for b, token_id in enumerate(data.byte_pieces)}
         self._decoder = data.decoder
-        space = spaces_all_replaced(data.pipeline) and not any(" " in text for text in data.pieces)
         self._vocabulary = CharacterVocabulary(data.pieces, data.n_vocab, data.byte_pieces, -1, data.characters,
-                                               data.rule, space=space)
-        self._bytewise = bytewise(data.pipeline, space)
+                                               data.rule, no_spaces=spaces_all_replaced(data.pipeline))
+        self._bytewise = bytewise(data.pipeline, self._vocabulary.space)
         self.pattern = self._vocabulary.pattern
         rule = data.rule
         digest = hashlib.sha256(repr((sorted(data.texts.items()), data.byte_pieces, rule.pairs.tolist(),

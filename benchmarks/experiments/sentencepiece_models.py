@@ -79,8 +79,8 @@ def main() -> None:
             warm = {engine: [] for engine in engines}
             for _ in range(args.rounds):
                 for engine, function in engines.items():
-                    ours._encoder.clear_cache()
-                    ours_json._vocabulary.encoder.clear_cache()
+                    ours.clear_cache()
+                    ours_json.clear_cache()
                     hf["object"] = tokenizers.Tokenizer.from_str(converted)
                     cold[engine].append(timed(function, fresh_copies(documents)))
                     warm[engine].append(timed(function, documents))
