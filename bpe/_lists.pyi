@@ -18,3 +18,6 @@ def ids_to_lists(ids: npt.NDArray[np.uint32], offsets: npt.NDArray[np.int64],
 def ids_with_separators(ids: npt.NDArray[np.uint32], offsets: npt.NDArray[np.int64], separator: int,
                         out: npt.NDArray[np.uint16] | npt.NDArray[np.uint32],
                         ends: npt.NDArray[np.uint8] | None = None) -> None: ...
+def expand_ids(ids: npt.NDArray[np.uint32], offsets: npt.NDArray[np.int64], first: int,
+               rows: npt.NDArray[np.uint32], lengths: npt.NDArray[np.uint8],
+               fused: int = -1) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64]]: ...

@@ -29,6 +29,7 @@ from typing import Iterable, Mapping, Optional, Sequence
 
 import numpy as np
 
+from bpe._lists import expand_ids
 from bpe.encoder import Encoder
 from bpe.flat import flatten
 from bpe.vocabulary import Ranks, Rule
@@ -137,7 +138,7 @@ class CharacterVocabulary:
         self.unk_id = unk_id
         # Row k: what token n_vocab + k stands for (at most a character's 4 bytes).
         self._first_extra = n_vocab
-        self._fallback_lengths = np.array([len(fallback[t]) for t in range(n_vocab, extra)], dtype=np.int64)
+        self._fallback_lengths = np.array([len(fallback[t]) for t in range(n_vocab, extra)], dtype=np.uint8)
         self._fallback_ids = np.zeros((extra - n_vocab, 4), dtype=np.uint32)
         for t in range(n_vocab, extra):
             self._fallback_ids[t - n_vocab, :len(fallback[t])] = fallback[t]
@@ -159,22 +160,5 @@ class CharacterVocabulary:
         of unknown ids in a text becomes one."""
         if not ids.size or int(ids.max()) < self._first_extra:
             return ids, offsets
-        extra = ids >= self._first_extra
-        rows = ids[extra].astype(np.int64) - self._first_extra
-        lengths = np.ones(ids.size, dtype=np.int64)
-        lengths[extra] = self._fallback_lengths[rows]
-        ends = np.cumsum(lengths)
-        starts = ends - lengths
-        out = np.empty(int(ends[-1]), dtype=np.uint32)
-        out[starts[~extra]] = ids[~extra]
-        for j in range(self._fallback_ids.shape[1]):
-            has = lengths[extra] > j
-            out[starts[extra][has] + j] = self._fallback_ids[rows[has], j]
-        offsets = np.concatenate([[0], ends])[offsets]
-        if self.fuse_unknown:
-            repeat = np.zeros(out.size, dtype=bool)
-            repeat[1:] = (out[1:] == self.unk_id) & (out[:-1] == self.unk_id)
-            repeat[offsets[:-1][offsets[:-1] < out.size]] = False      # a text's first id repeats nothing
-            kept = np.concatenate([[0], np.cumsum(~repeat)])
-            out, offsets = out[~repeat], kept[offsets]
-        return out, offsets
+        return expand_ids(ids, offsets, self._first_extra, self._fallback_ids, self._fallback_lengths,
+                          self.unk_id if self.fuse_unknown else -1)

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import bpe
+from bpe._lists import expand_ids
 from bpe.errors import TokenizerFileError
 from bpe.formats.sentencepiece import looks_like_sentencepiece, parse
 from bpe.sentencepiece import SentencePieceTokenizer
@@ -139,6 +140,33 @@ def test_unknown_characters_sharing_bytes_with_known_ones():
         assert sp.piece_to_id("日") != sp.unk_id() and sp.piece_to_id("旦") == sp.unk_id()
         for text in ["旦", "日旦本", "旦旦旦", "a旦日", "日本旦", "a日本", "旦a日"]:
             assert tok.encode(text) == sp.encode(text), (byte_fallback, text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_expanding_ids_that_stand_for_several(data):
+    """``expand_ids`` (what turns the kernel's partial characters into the
+    model's ids) against the rule written out: ids from ``first`` on become
+    their rows, and a run of the fused id in a text is kept once."""
+    first = 6
+    rows = data.draw(st.lists(st.lists(st.integers(0, 5), min_size=1, max_size=4), min_size=1, max_size=4))
+    texts = data.draw(st.lists(st.lists(st.integers(0, first + len(rows) - 1), max_size=12), max_size=5))
+    fused = data.draw(st.sampled_from([-1, 0, 5]))
+    table = np.zeros((len(rows), 4), np.uint32)
+    for k, row in enumerate(rows):
+        table[k, :len(row)] = row
+    ids = np.array([i for text in texts for i in text], np.uint32)
+    offsets = np.cumsum([0] + [len(text) for text in texts]).astype(np.int64)
+    got, got_offsets = expand_ids(ids, offsets, first, table, np.array([len(r) for r in rows], np.uint8), fused)
+    expected = []
+    for text in texts:
+        out = [j for i in text for j in (rows[i - first] if i >= first else [i])]
+        expected.append([j for n, j in enumerate(out) if not (n and j == fused and out[n - 1] == fused)])
+    assert got.dtype == np.uint32
+    assert [got[a:b].tolist() for a, b in zip(got_offsets[:-1], got_offsets[1:])] == expected
+    with pytest.raises(ValueError, match=f"id {first + len(rows)} at 0 stands for no row"):
+        expand_ids(np.array([first + len(rows)], np.uint32), np.array([0, 1], np.int64), first, table,
+                   np.array([len(r) for r in rows], np.uint8))
 
 
 def crafted(pieces, *, byte_fallback=False, model_type=2, **normalizer) -> bytes:
