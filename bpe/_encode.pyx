@@ -45,6 +45,7 @@ from bpe._memory cimport empty_written_once, mem_alloc, mem_free, next_capacity,
 from bpe._pairranks cimport pairranks_add, pairranks_bytes, pairranks_fill_bytes, pairranks_init, pairranks_prefetch
 from bpe._session cimport (SCAN_BATCH, Bytes, Scratch, Session, bytes_reserve, release_output, scratch_leave_shared,
                            shared_nearly_full)
+from bpe._scanner import metaspace_pair_cuts
 from bpe._scanner cimport FILL_SLACK, N_PATTERNS, PATTERN_METASPACE, Scanner, check_pattern, read_ahead, scanner_fill, scanner_init
 from bpe._shortcache cimport (SHORT_KEY_BYTES, BatchKey, ShortEntry, ShortKey, batch_key_hashed, copy_ids,
                               pair_holding, short_key, short_keys, shortcache_free, shortcache_holds,
@@ -309,9 +310,10 @@ cdef class EncodeKernel:
         Py_ssize_t group_after_misses
         # The metaspace scanner's code points that stand alone (``alone``), held
         # here, and where they are; NULL for none.
-        object alone_bits, joined_bits
+        object alone_bits, joined_bits, pair_cut_bytes
         const uint8_t* alone
         const uint8_t* joined
+        const uint8_t* pair_cuts    # ``metaspace_pair_cuts``' table, for windows of ASCII
 
     def __cinit__(self, const token_t[::1] byte_ids, const uint8_t[::1] token_data,
                   const offset_t[::1] token_offsets, const token_t[::1] token_ids,
@@ -347,6 +349,11 @@ cdef class EncodeKernel:
                                  "for each pair of ASCII characters")
             alone_view = self.joined_bits
             self.joined = &alone_view[0]
+        self.pair_cuts = NULL
+        if alone is not None:
+            self.pair_cut_bytes = metaspace_pair_cuts(self.alone_bits, self.joined_bits)
+            alone_view = self.pair_cut_bytes
+            self.pair_cuts = &alone_view[0]
         if merge_pairs is not None and (merge_pairs.shape[0] != ranked_ids.shape[0] or merge_pairs.shape[1] != 2):
             raise ValueError(f"merge_pairs is {merge_pairs.shape[0]} x {merge_pairs.shape[1]}, not "
                              f"{ranked_ids.shape[0]} x 2 (a pair for each rank)")
@@ -638,7 +645,7 @@ cdef class EncodeKernel:
             return encode_piece(&self.t, s, data, n, PIECE_ANY)
         scanner_init(&scanner, pattern, data, n)
         if pattern == PATTERN_METASPACE:
-            scanner.alone, scanner.joined = self.alone, self.joined
+            scanner.alone, scanner.joined, scanner.pair_cuts = self.alone, self.joined, self.pair_cuts
         # Every id covers at least one byte: room for n ids serves the segment.
         if ids_reserve(&s.out, n) < 0:
             return -1

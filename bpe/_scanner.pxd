@@ -58,6 +58,12 @@ cdef struct Scanner:
     # a and b that may stay side by side; the text is cut between any others.
     const uint8_t* alone
     const uint8_t* joined
+    # With them, ``pair_cuts`` (or NULL: no windows): a byte for 128 * a + b,
+    # 1 where the text is cut between the ASCII characters a and b
+    # (``metaspace_pair_cuts``), for windows of ASCII text; and no window is
+    # tried before ``plain_until`` (just past a non-ASCII byte a window met).
+    const uint8_t* pair_cuts
+    Py_ssize_t plain_until
 
 
 cdef void scanner_init(Scanner* sc, int pattern, const uint8_t* s, Py_ssize_t n) noexcept nogil

@@ -80,6 +80,7 @@ cdef extern from "csrc/classify.h":
 
 cdef enum:
     FRONT_CACHE_SLOTS = 1 << 17     # an interner's front cache: 4 MiB, 2^16 entries
+    MIN_ASCII_WINDOW = 16           # the ASCII a metaspace window needs before a non-ASCII byte
 
 cdef enum:
     LETTER = 1       # \p{L}
@@ -604,6 +605,70 @@ cdef Py_ssize_t next_metaspace_alone(const uint8_t* s, Py_ssize_t i, Py_ssize_t 
     return n
 
 
+cdef bint metaspace_window(Scanner* sc, Py_ssize_t i) noexcept nogil:
+    """Load the window of metaspace starts at ``i`` (``next_metaspace_alone``'s,
+    which in ASCII text cuts by pairs alone: a table lookup per byte, no
+    branch) up to the first non-ASCII byte; whether it has a start. Without
+    one (a run of ASCII as long as the window, or a non-ASCII byte near), the
+    caller scans byte by byte, and no window is tried again until past the
+    last non-ASCII byte this one met: in text of other scripts, windows
+    would cost more than they save."""
+    cdef const uint8_t* s = sc.s + i
+    cdef Py_ssize_t left = sc.n - i
+    cdef int known = 64 if left > 64 else <int>left
+    cdef int j, ascii = known, last = -1
+    cdef uint64_t word, starts = 0
+    for j in range(0, known, 8):
+        if j + 8 <= known:
+            memcpy(&word, s + j, 8)
+        else:
+            word = 0
+            memcpy(&word, s + j, known - j)
+        word &= 0x8080808080808080ULL
+        if word:
+            if ascii == known:
+                ascii = j + trailing_zeros(word) // 8
+            last = j + (63 - leading_zeros(word)) // 8
+    if last >= 0:
+        sc.plain_until = i + last + 1
+        if ascii < MIN_ASCII_WINDOW:
+            return False
+    for j in range(1, ascii):
+        starts |= <uint64_t>sc.pair_cuts[(<uint32_t>s[j - 1] << 7) | s[j]] << j
+    if ascii == left and left < 64:
+        starts |= <uint64_t>1 << left      # the text's end, where its last pre-token ends
+    sc.window = i
+    sc.starts = starts
+    sc.risky_starts = 0
+    sc.risky_ends = 0
+    return starts != 0
+
+
+def metaspace_pair_cuts(const uint8_t[::1] alone, const uint8_t[::1] joined=None):
+    """Where the metaspace scanner with ``alone`` and ``joined`` (as
+    ``split_offsets`` takes them) cuts between two ASCII characters a and b:
+    byte 128 * a + b is 1 where either stands alone or, with ``joined``, the
+    pair is not joined (a uint8 array; the scanner's windows read it).
+
+    >>> import numpy as np
+    >>> alone = np.zeros(0x110000 // 8, np.uint8); alone[ord("\\n") >> 3] = 1 << (ord("\\n") & 7)
+    >>> cuts = metaspace_pair_cuts(alone)
+    >>> int(cuts[(ord("a") << 7) | ord("b")]), int(cuts[(ord("a") << 7) | ord("\\n")])
+    (0, 1)
+    """
+    if alone.shape[0] != 0x110000 // 8 or (joined is not None and joined.shape[0] != 128 * 128 // 8):
+        raise ValueError("alone: a bit for each code point; joined: a bit for each pair of ASCII characters")
+    out = np.zeros(128 * 128, dtype=np.uint8)
+    cdef uint8_t[::1] cuts = out
+    cdef uint32_t a, b, pair
+    for a in range(128):
+        for b in range(128):
+            pair = (a << 7) | b
+            cuts[pair] = ((alone[a >> 3] >> (a & 7)) & 1) | ((alone[b >> 3] >> (b & 7)) & 1) | (
+                joined is not None and not ((joined[pair >> 3] >> (pair & 7)) & 1))
+    return out
+
+
 cdef Py_ssize_t next_pretoken(int pattern, const uint8_t* s, Py_ssize_t i,
                               Py_ssize_t n) noexcept nogil:
     if pattern == PATTERN_METASPACE:
@@ -628,6 +693,8 @@ cdef void scanner_init(Scanner* sc, int pattern, const uint8_t* s, Py_ssize_t n)
     sc.classify = CLASSIFY_GPT2 if pattern == PATTERN_GPT2 else (NULL if pattern == PATTERN_METASPACE else CLASSIFY)
     sc.alone = NULL
     sc.joined = NULL
+    sc.pair_cuts = NULL
+    sc.plain_until = 0
     sc.spread = SPREAD
     sc.window = -64             # no window of starts
     sc.starts = 0
@@ -912,6 +979,8 @@ cdef Py_ssize_t scanner_next_slow(Scanner* sc, Py_ssize_t i) noexcept nogil:
     cdef int end
     if sc.classify == NULL:
         if sc.alone != NULL:
+            if sc.pair_cuts != NULL and i >= sc.plain_until and metaspace_window(sc, i):
+                return i + trailing_zeros(sc.starts)
             return next_metaspace_alone(sc.s, i, sc.n, sc.alone, sc.joined)
         return next_pretoken(sc.pattern, sc.s, i, sc.n)
     load_window(sc, i)
@@ -964,10 +1033,11 @@ cdef int check_pattern(int pattern, const uint8_t* s, Py_ssize_t n) except -1:
 
 
 def split_offsets(const uint8_t[::1] data, int pattern, const uint8_t[::1] alone=None,
-                  const uint8_t[::1] joined=None):
+                  const uint8_t[::1] joined=None, bint windows=True):
     """The byte offsets where pre-tokens start, plus ``len(data)``: an int64 array.
     ``alone``, ``joined``: for metaspace, the code points that stand alone and
-    the ASCII pairs that stay joined (``EncodeKernel``'s).
+    the ASCII pairs that stay joined (``EncodeKernel``'s); without ``windows``,
+    scanned byte by byte (for tests to hold the two ways to the same cuts).
 
     >>> split_offsets(b"Hi  there", PATTERN_IDS["gpt2"]).tolist()
     [0, 2, 3, 9]
@@ -987,6 +1057,10 @@ def split_offsets(const uint8_t[::1] data, int pattern, const uint8_t[::1] alone
     scanner_init(&scanner, pattern, s, n)
     scanner.alone = &alone[0] if alone is not None else NULL
     scanner.joined = &joined[0] if joined is not None else NULL
+    cdef const uint8_t[::1] pair_cuts
+    if alone is not None and windows:
+        pair_cuts = metaspace_pair_cuts(alone, joined)
+        scanner.pair_cuts = &pair_cuts[0]
     with nogil:
         while i < n:
             offsets[count] = i

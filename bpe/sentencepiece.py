@@ -281,7 +281,7 @@ class SentencePieceTokenizer(CharacterTokenizer):
         space = _SPACE_UTF8 if self.escape_whitespaces else b" "
         if kernel and self._vocabulary.space:
             space = b" "
-            if _SPACE_UTF8 in data:
+            if SPACE in text:               # O(1) in a str of ASCII or Latin-1 alone
                 data = data.replace(_SPACE_UTF8, space)       # the text's own ▁, which is one with a space
         elif self.escape_whitespaces:
             data = data.replace(b" ", space)

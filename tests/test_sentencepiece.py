@@ -354,14 +354,18 @@ def reference_cuts(text: str, alone: set, joined: set) -> list[str]:
     return pieces
 
 
-def test_the_metaspace_scanner_cuts_where_no_piece_joins_two_characters():
+@pytest.mark.parametrize("windows", [True, False])
+def test_the_metaspace_scanner_cuts_where_no_piece_joins_two_characters(windows):
     """With the code points that no piece of several characters holds, the
     scanner cuts around each of them as well as before each run of ▁; with the
-    ASCII pairs that pieces hold, between any two others."""
+    ASCII pairs that pieces hold, between any two others. In ASCII text it
+    reads the cuts 64 bytes at a time (``windows``): long texts, mostly ASCII,
+    take that way, up to a non-ASCII byte and to the text's end."""
     from bpe._scanner import PATTERN_IDS, split_offsets
 
     rng = np.random.default_rng(6)
     alphabet = [SPACE, "a", "b", "(", "é", "日", "本", "🤖", "\n", "\t", " ", "\u2582", "。", "x"]
+    ascii_heavy = alphabet + ["a", "b", "(", "x", " ", "\n"] * 8
     for alone_set, joined_set in [("日\n", None), ("é🤖。\t", {("a", "b"), ("(", "a"), ("x", "x")}), ("a", set()),
                                   ("", None), ("", {("a", "a")})]:
         bits = np.zeros(0x110000, dtype=bool)
@@ -372,10 +376,11 @@ def test_the_metaspace_scanner_cuts_where_no_piece_joins_two_characters():
             pairs[(ord(a) << 7) | ord(b)] = True
         joined = None if joined_set is None else np.packbits(pairs, bitorder="little")
         every_pair = {(chr(a), chr(b)) for a in range(128) for b in range(128)}
-        for _ in range(300):
-            text = "".join(rng.choice(alphabet, size=int(rng.integers(0, 30))))
+        for k in range(400):
+            letters, longest = (alphabet, 30) if k % 2 else (ascii_heavy, 300)
+            text = "".join(rng.choice(letters, size=int(rng.integers(0, longest))))
             data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
-            offsets = split_offsets(data, PATTERN_IDS["metaspace"], alone, joined).tolist()
+            offsets = split_offsets(data, PATTERN_IDS["metaspace"], alone, joined, windows=windows).tolist()
             raw = text.encode("utf-8")
             expected = reference_cuts(text, set(alone_set), every_pair if joined_set is None else joined_set)
             assert [raw[a:b].decode() for a, b in zip(offsets, offsets[1:])] == expected, text
