@@ -118,56 +118,169 @@ def holds_any(text, const uint8_t[::1] marked):
     return found
 
 
-def holds_any_of(text, const uint8_t[::1] marked, tuple needles):
-    """Whether one of ``needles`` (non-empty str) occurs in ``text`` (a str):
-    where a code point whose bit is set in ``marked`` (``holds_any``'s bitmap,
-    the needles' first code points) is, each needle is compared, in place and
-    without the GIL. A search per needle cost more than encoding the text."""
-    cdef const void* source
-    cdef Py_ssize_t n, k, j, m, count = len(needles)
-    cdef int kind
-    cdef uint32_t point
-    cdef bint found = False
-    cdef const void** sources = NULL
-    cdef Py_ssize_t* lengths = NULL
-    cdef int* kinds = NULL
-    if not isinstance(text, str):
-        raise TypeError(f"text is {type(text).__name__}, not str")
-    if marked.shape[0] < 0x110000 // 8:
-        raise ValueError(f"marked holds {marked.shape[0]} bytes, not {0x110000 // 8}")
-    for needle in needles:
-        if not isinstance(needle, str) or not needle:
-            raise ValueError(f"a needle is {needle!r}, not a non-empty str")
-    str_parts(text, &source, &n, &kind)
-    sources = <const void**>mem_alloc((count + 1) * sizeof(void*))
-    lengths = <Py_ssize_t*>mem_alloc((count + 1) * sizeof(Py_ssize_t))
-    kinds = <int*>mem_alloc((count + 1) * sizeof(int))
-    try:
-        if sources == NULL or lengths == NULL or kinds == NULL:
+cdef enum:
+    PAIR_FILTER_BITS = 1 << 16      # StrNeedles' filter of a needle's first two code points
+
+
+cdef inline uint32_t pair_slot(uint32_t first, uint32_t second) noexcept nogil:
+    return ((first * 0x9E3779B1u) ^ (second * 0x85EBCA77u)) >> 16
+
+
+cdef class StrNeedles:
+    """Needles (non-empty str), prepared once to ask of many texts whether one
+    occurs (``found_in``): a Hugging Face pipeline asks it of every text for
+    its added tokens (771 in Mistral v0.3's files, most starting with "[").
+
+    A text is read once, in place and without the GIL. At a code point that
+    starts some needle, a filter of the needles' first two code points (a bit
+    for each pair's hash) passes over most places (``[i]`` in code, where the
+    needles are ``[INST]`` and ``[control_8]``); only where it passes are the
+    needles with that first code point compared, found by binary search in
+    an order sorted by it. A search per needle, and then a comparison with
+    each needle at each first code point, each cost more than encoding."""
+    cdef tuple needles                  # sorted by first code point; holds the str alive
+    cdef object order                   # order[j]: where needles[j] was among those given
+    cdef const void** sources
+    cdef Py_ssize_t* lengths
+    cdef int* kinds
+    cdef uint32_t* firsts               # each needle's first code point, ascending
+    cdef Py_ssize_t count
+    cdef object first_bits, single_bits, pair_bits
+    cdef const uint8_t* first_points    # a bit per code point: some needle starts with it
+    cdef const uint8_t* single_points   # ... some needle is it alone
+    cdef const uint8_t* pairs           # a bit per pair_slot: some needle starts so
+
+    def __cinit__(self, needles):
+        self.sources = NULL
+        self.lengths = NULL
+        self.kinds = NULL
+        self.firsts = NULL
+        needles = tuple(needles)
+        for needle in needles:
+            if not isinstance(needle, str) or not needle:
+                raise ValueError(f"a needle is {needle!r}, not a non-empty str")
+        self.order = sorted(range(len(needles)), key=lambda j: ord(needles[j][0]))
+        self.needles = tuple(needles[j] for j in self.order)
+        self.count = len(self.needles)
+        self.sources = <const void**>mem_alloc((self.count + 1) * sizeof(void*))
+        self.lengths = <Py_ssize_t*>mem_alloc((self.count + 1) * sizeof(Py_ssize_t))
+        self.kinds = <int*>mem_alloc((self.count + 1) * sizeof(int))
+        self.firsts = <uint32_t*>mem_alloc((self.count + 1) * sizeof(uint32_t))
+        if self.sources == NULL or self.lengths == NULL or self.kinds == NULL or self.firsts == NULL:
             raise MemoryError()
-        for j in range(count):
-            str_parts(needles[j], &sources[j], &lengths[j], &kinds[j])
+        first = np.zeros(0x110000, dtype=bool)
+        single = np.zeros(0x110000, dtype=bool)
+        pairs = np.zeros(PAIR_FILTER_BITS, dtype=bool)
+        cdef Py_ssize_t j
+        for j in range(self.count):
+            needle = self.needles[j]
+            str_parts(needle, &self.sources[j], &self.lengths[j], &self.kinds[j])
+            self.firsts[j] = ord(needle[0])
+            first[ord(needle[0])] = True
+            if len(needle) == 1:
+                single[ord(needle[0])] = True
+            else:
+                pairs[pair_slot(ord(needle[0]), ord(needle[1]))] = True
+        self.first_bits = np.packbits(first, bitorder="little")
+        self.single_bits = np.packbits(single, bitorder="little")
+        self.pair_bits = np.packbits(pairs, bitorder="little")
+        cdef const uint8_t[::1] view = self.first_bits
+        self.first_points = &view[0]
+        view = self.single_bits
+        self.single_points = &view[0]
+        view = self.pair_bits
+        self.pairs = &view[0]
+
+    def __dealloc__(self):
+        mem_free(self.sources)
+        mem_free(self.lengths)
+        mem_free(self.kinds)
+        mem_free(self.firsts)
+
+    def __len__(self):
+        return self.count
+
+    def found_in(self, text) -> bool:
+        """Whether one of the needles occurs in ``text`` (a str)."""
+        cdef const void* source
+        cdef Py_ssize_t n, k = 0
+        cdef int kind
+        if not isinstance(text, str):
+            raise TypeError(f"text is {type(text).__name__}, not str")
+        str_parts(text, &source, &n, &kind)
         with nogil:
-            for k in range(n):
-                point = point_at(source, kind, k)
-                if not (marked[point >> 3] >> (point & 7)) & 1:
-                    continue
-                for j in range(count):
-                    if lengths[j] > n - k or point_at(sources[j], kinds[j], 0) != point:
+            k = self._next_match(source, kind, n, 0, NULL)
+        return k >= 0
+
+    def spans(self, text) -> list:
+        """``(start, end, index)`` of each needle found in ``text`` (a str), ``index``
+        among the needles as given: the leftmost first, the longest at one
+        position, none overlapping an earlier one (``bpe.specials.special_spans``)."""
+        cdef const void* source
+        cdef Py_ssize_t n, k = 0, which = 0
+        cdef int kind
+        if not isinstance(text, str):
+            raise TypeError(f"text is {type(text).__name__}, not str")
+        str_parts(text, &source, &n, &kind)
+        found = []
+        while True:
+            with nogil:
+                k = self._next_match(source, kind, n, k, &which)
+            if k < 0:
+                return found
+            found.append((k, k + self.lengths[which], self.order[which]))
+            k += self.lengths[which]
+
+    cdef Py_ssize_t _next_match(self, const void* source, int kind, Py_ssize_t n, Py_ssize_t k,
+                                Py_ssize_t* which) noexcept nogil:
+        """Where the first needle found from ``k`` of the text (``n`` code points) starts,
+        with the longest one there in ``which`` (unless NULL: then any); -1 if none."""
+        cdef uint32_t point, slot
+        cdef Py_ssize_t j, best
+        while k < n:
+            point = point_at(source, kind, k)
+            if (self.first_points[point >> 3] >> (point & 7)) & 1:
+                if not (self.single_points[point >> 3] >> (point & 7)) & 1:
+                    if k + 1 == n:
+                        return -1
+                    slot = pair_slot(point, point_at(source, kind, k + 1))
+                    if not (self.pairs[slot >> 3] >> (slot & 7)) & 1:
+                        k += 1
                         continue
-                    m = 1
-                    while m < lengths[j] and point_at(sources[j], kinds[j], m) == point_at(source, kind, k + m):
-                        m += 1
-                    if m == lengths[j]:
-                        found = True
-                        break
-                if found:
-                    break
-    finally:
-        mem_free(sources)
-        mem_free(lengths)
-        mem_free(kinds)
-    return found
+                best = -1
+                j = self._first_of(point)
+                while j < self.count and self.firsts[j] == point:
+                    if (best < 0 or self.lengths[j] > self.lengths[best]) and self._at(source, kind, n, k, j):
+                        best = j
+                        if which == NULL:
+                            break
+                    j += 1
+                if best >= 0:
+                    if which != NULL:
+                        which[0] = best
+                    return k
+            k += 1
+        return -1
+
+    cdef Py_ssize_t _first_of(self, uint32_t point) noexcept nogil:
+        """The first needle that starts with ``point``, or after it (binary search)."""
+        cdef Py_ssize_t low = 0, high = self.count, middle
+        while low < high:
+            middle = (low + high) >> 1
+            if self.firsts[middle] < point:
+                low = middle + 1
+            else:
+                high = middle
+        return low
+
+    cdef bint _at(self, const void* source, int kind, Py_ssize_t n, Py_ssize_t k, Py_ssize_t j) noexcept nogil:
+        """Whether needle ``j`` occurs at ``k`` of the text."""
+        cdef Py_ssize_t m = 0
+        if self.lengths[j] > n - k:
+            return False
+        while m < self.lengths[j] and point_at(self.sources[j], self.kinds[j], m) == point_at(source, kind, k + m):
+            m += 1
+        return m == self.lengths[j]
 
 
 cdef int utf8_of_strs(Bytes* buffer, Py_ssize_t n_texts, const void** sources,

@@ -228,17 +228,18 @@ def test_deepseek_v3_pattern_is_its_three_splits(text):
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.text(alphabet="<|ab日é😀", min_size=1, max_size=4), max_size=20),
        st.text(alphabet="<|ab日é😀x", max_size=40))
-def test_holds_any_of_is_any_in(needles, text):
-    # The kernel's search for the second kind of added token, against Python's.
-    import numpy as np
+def test_str_needles_find_what_in_finds(needles, text):
+    # The kernel's search for added tokens, against Python's: needles of one
+    # character, several sharing a first one, and needles found at the text's end.
+    from bpe._encode import StrNeedles
 
-    from bpe._encode import holds_any_of
+    from bpe.specials import special_spans
 
-    marked = np.zeros(0x110000, dtype=bool)
-    marked[[ord(needle[0]) for needle in needles]] = True
+    needles = list(dict.fromkeys(needles))
+    found = StrNeedles(needles)
     for haystack in (text, text.replace("😀", "é"), text.replace("😀", "").replace("日", "").replace("é", "")):
-        assert holds_any_of(haystack, np.packbits(marked, bitorder="little"), tuple(needles)) == \
-            any(needle in haystack for needle in needles)
+        assert found.found_in(haystack) == any(needle in haystack for needle in needles)
+        assert found.spans(haystack) == special_spans(haystack, needles)
 
 
 @pytest.mark.parametrize("form", ["NFC", "NFD", "NFKC", "NFKD"])

@@ -8,7 +8,7 @@ import os
 import unicodedata
 from typing import Callable, NamedTuple, Optional, Sequence
 
-from bpe._encode import holds_any, holds_any_of
+from bpe._encode import StrNeedles, holds_any
 from bpe.onig import compile_onig, find_iter, split
 from bpe.patterns import DEEPSEEK_V3_PATTERN, DEEPSEEK_V3_SPLITS, SPELLED_OUT_GPT2_PATTERN
 from bpe.unicode import as_reference
@@ -398,7 +398,7 @@ class Pipeline:
 
     def _settle(self) -> None:
         """What every call asks, worked out once."""
-        #: id of a table of ``_tries`` -> its forms, and the bitmap of their first code points (``_find``).
+        #: id of a table of ``_tries`` -> its forms, prepared to look for (``_find``).
         self._probes: dict = {}
         #: The kernel alone can encode a text the normalizer leaves unchanged.
         self.simple = self._simple()
@@ -409,15 +409,14 @@ class Pipeline:
         self.second_kind = tuple(token.content for token in self.added if token.normalized) if (
             not self.simple and self.normalizer.identity and self.pre_tokenizer.pattern is not None
             and not any(token.lstrip or token.rstrip or token.single_word for token in self.added)) else None
-        #: Their first characters (``holds_any_of``'s bitmap).
-        self._second_kind_first_points = None if self.second_kind is None else _bitmap(
-            [ord(form[0]) for form in self.second_kind])
+        #: The same, prepared to look for.
+        self._second_kind_needles = None if self.second_kind is None else StrNeedles(self.second_kind)
 
     def __getstate__(self):
         state = self.__dict__.copy()
         state["_tries"] = {}
         del state["_probes"]
-        del state["_second_kind_first_points"]       # made again by _settle
+        del state["_second_kind_needles"]            # made again by _settle
         return state
 
     def __setstate__(self, state):
@@ -460,7 +459,7 @@ class Pipeline:
         """Whether no allowed token of ``second_kind`` occurs in ``text`` (which
         the kernel may then encode): one pass in C for them all, and only where
         one occurs a look at which (and whether it is allowed)."""
-        if not holds_any_of(text, self._second_kind_first_points, self.second_kind):
+        if not self._second_kind_needles.found_in(text):
             return True
         return not any(form in text and form in allowed for form in self.second_kind)
 
@@ -494,19 +493,17 @@ class Pipeline:
         inside a match again; single_word drops a match, lstrip and rstrip widen it)."""
         if not table:
             return [(None, 0, len(text))]
-        probe = self._probes.get(id(table))
-        if probe is None:
-            forms = tuple(table)
-            probe = self._probes[id(table)] = (_bitmap([ord(form[0]) for form in forms]), forms)
-        bits, forms = probe
-        if not holds_any_of(text, bits, forms):
+        needles = self._probes.get(id(table))
+        if needles is None:
+            needles = self._probes[id(table)] = StrNeedles(table)
+        spans = needles.spans(text)
+        if not spans:
             # One pass in C finds that none occurs: most texts. (A search per
             # token, 771 of them in Mistral v0.3's files, cost more than encoding.)
             return [(None, 0, len(text))]
-        from bpe.specials import special_spans
-
+        forms = tuple(table)
         cuts, at = [], 0
-        for start, stop, which in special_spans(text, forms):
+        for start, stop, which in spans:
             token = self.added[table[forms[which]]]
             if token.single_word and ((start > 0 and _is_word(text[start - 1]))
                                       or (stop < len(text) and _is_word(text[stop]))):
