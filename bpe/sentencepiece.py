@@ -498,7 +498,7 @@ class HuggingFaceSentencePiece(CharacterTokenizer):
         kernel_text = self._vocabulary.kernel_text
         for text in texts:
             if self._bytewise is not None and self._pipeline.finds_none(text, self._added):
-                data = self._bytewise(utf8(text))
+                data = self._bytewise(text)
                 if data:
                     stretches.append(data)
                 layout.append([-1] if data else [])

@@ -20,6 +20,7 @@ from bpe.huggingface.pipeline import Normalizer, Pipeline, PreTokenizer, metaspa
 from bpe.huggingface.tokenizer_json import (_check_added_forms, _check_normalizer, _expect, _flatten,
                                             _read_added_tokens, _read_post_processor, _Refusal, check_bpe_options,
                                             read_merge_texts, texts_by_id)
+from bpe.encoder import utf8
 from bpe.vocabulary import PREBUILT_SLACK, Merges
 
 SPACE = "\u2581"
@@ -211,9 +212,9 @@ def _check_decoder(step: dict, field: str, refuse: _Refusal) -> None:
         _check_metaspace(step, field, refuse)
 
 
-def bytewise(pipeline: Pipeline, space: bool = False) -> Optional[Callable[[bytes], bytes]]:
+def bytewise(pipeline: Pipeline, space: bool = False) -> Optional[Callable[[str], bytes]]:
     """The normalizer and pre-tokenizer of a text that holds no added token, as
-    one function on its UTF-8 (the same bytes, without making a str that is no
+    one function from the text to its UTF-8 normalized (made on the bytes, without making a str that is no
     longer ASCII, whose UTF-8 took longer than encoding it), where the steps
     allow: Prepend, Replace of a string, and Metaspace that does not split.
     None otherwise, or where an added token is matched after normalizing.
@@ -249,8 +250,9 @@ def bytewise(pipeline: Pipeline, space: bool = False) -> Optional[Callable[[byte
         if metaspace_scheme(step) != "never":
             steps.append((b"", replacement, True))
 
-    def run(data: bytes) -> bytes:
-        if space and _SPACE_UTF8 in data:
+    def run(text: str) -> bytes:
+        data = utf8(text)
+        if space and SPACE in text:         # O(1) in a str of ASCII or Latin-1 alone
             data = data.replace(_SPACE_UTF8, b" ")
         # (old, new, unless_there): a replacement, or with old b"" a prefix
         # (Metaspace's only where the text does not start with it already).
