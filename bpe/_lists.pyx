@@ -359,6 +359,8 @@ def expand_ids(const out_id_t[::1] ids, const offset_t[::1] offsets, out_id_t fi
     cdef Py_ssize_t n_texts = offsets.shape[0] - 1
     cdef Py_ssize_t t, k, size = 0
     check_offsets(offsets, -1, ids.shape[0], "id offsets")
+    if n_texts < 0:
+        raise ValueError("id offsets are empty: they hold a start for each text, then the end")
     if lengths.shape[0] != rows.shape[0]:
         raise ValueError(f"{lengths.shape[0]} lengths for {rows.shape[0]} rows")
     for k in range(rows.shape[0]):

@@ -164,6 +164,8 @@ def test_expanding_ids_that_stand_for_several(data):
         expected.append([j for n, j in enumerate(out) if not (n and j == fused and out[n - 1] == fused)])
     assert got.dtype == np.uint32
     assert [got[a:b].tolist() for a, b in zip(got_offsets[:-1], got_offsets[1:])] == expected
+    with pytest.raises(ValueError, match="id offsets are empty"):
+        expand_ids(ids[:0], offsets[:0], first, table, np.array([len(r) for r in rows], np.uint8))
     with pytest.raises(ValueError, match=f"id {first + len(rows)} at 0 stands for no row"):
         expand_ids(np.array([first + len(rows)], np.uint32), np.array([0, 1], np.int64), first, table,
                    np.array([len(r) for r in rows], np.uint8))
