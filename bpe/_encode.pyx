@@ -30,6 +30,7 @@ Read it in this order: building (``EncodeKernel.__cinit__``), the pipeline
 the entry points, and ``ShortCalls``.
 """
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from libc.string cimport memcpy, memmove
 
 import numpy as np
@@ -1418,6 +1419,29 @@ cdef class ShortCalls:
         try:
             if not self._encode(scratch, text, refuse_specials):
                 return None
+            return ids_array(&scratch.out, narrow)
+        finally:
+            release_output(scratch)
+            self.busy = False
+
+    def utf8_to_array(self, bytes data, bint narrow):
+        """``to_array`` for ``data``, valid UTF-8 (the caller's to be sure of:
+        SentencePiece models' normalized text, made from a str), of at most
+        ``SHORT_CALL_CHARS`` bytes; None where the general path must take it."""
+        cdef const uint8_t* start = <const uint8_t*>PyBytes_AS_STRING(data)
+        cdef int64_t length = PyBytes_GET_SIZE(data)
+        cdef offset_t id_offsets[2]
+        if self.busy or self.paused or length > SHORT_CALL_CHARS:
+            return None
+        session = self.session
+        cdef Scratch* scratch = (<Session>session).ready()
+        self.busy = True
+        try:
+            check_pattern(self.pattern, start, length)
+            scratch.out.size = 0
+            if self.kernel._encode_texts(scratch, 1, &start, &length, self.pattern, &self.needles,
+                                         self.needle_ids, id_offsets) < 0:
+                raise MemoryError()
             return ids_array(&scratch.out, narrow)
         finally:
             release_output(scratch)

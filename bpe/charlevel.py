@@ -29,7 +29,7 @@ from typing import Iterable, Mapping, Optional, Sequence
 
 import numpy as np
 
-from bpe._lists import expand_ids
+from bpe._lists import PrebuiltInts, expand_ids
 from bpe.encoder import Encoder
 from bpe.flat import flatten
 from bpe.vocabulary import Ranks, Rule
@@ -134,6 +134,9 @@ class CharacterVocabulary:
         self.pattern, cuts = character_cuts(pieces, space)
         arrays.update(cuts)
         self.encoder = Encoder(arrays, self.pattern, special_tokens)
+        self._special_names = list(special_tokens)
+        # One text in one kernel call (``encode_text``); None where the kernel has no pattern of its own.
+        self._short = self.encoder.short_calls(PrebuiltInts(0))
         self.fuse_unknown = byte_pieces is None
         self.unk_id = unk_id
         # Row k: what token n_vocab + k stands for (at most a character's 4 bytes).
@@ -152,6 +155,19 @@ class CharacterVocabulary:
         """The ids of each text of ``data`` (``kernel_text``'s UTF-8, text t
         ``data[offsets[t]:offsets[t + 1]]``), ``special`` found in it, as ``(ids, offsets)``."""
         return self.finish(*self.encoder.encode_utf8_texts(data, offsets, special))
+
+    def encode_text(self, data: bytes) -> np.ndarray:
+        """``encode``'s ids of one text (``kernel_text``'s UTF-8), every special
+        token found in it: in one kernel call, without a batch's set-up (a
+        pooled session, offsets, a cumulative sum), which cost a short text
+        ten times sentencepiece's whole call."""
+        ids = self._short.utf8_to_array(data, False) if self._short is not None else None
+        if ids is None:
+            return self.encode(np.frombuffer(data, dtype=np.uint8), np.array([0, len(data)], dtype=np.int64),
+                               self._special_names)[0]
+        if not ids.size or int(ids.max()) < self._first_extra:
+            return ids
+        return self.finish(ids, np.array([0, ids.size], dtype=np.int64))[0]
 
     def finish(self, ids: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The kernel's ids of each text (``ids[offsets[t]:offsets[t + 1]]``) as

@@ -81,8 +81,20 @@ class CharacterTokenizer:
         ids = np.concatenate(parts) if parts else np.empty(0, np.uint32)
         return ids, offsets + np.arange(len(offsets)) * (len(before) + len(after))
 
+    def _text_ids(self, text: str) -> np.ndarray:
+        """``_ids`` of one text: its own ids alone (uint32)."""
+        raise NotImplementedError
+
+    def _one(self, text: str, **asked) -> np.ndarray:
+        """``_encode`` of one text: its ids, with ``_framing``'s around them."""
+        before, after = self._framing(**asked)
+        ids = self._text_ids(text)
+        if before or after:
+            ids = np.concatenate([np.array(before, np.uint32), ids, np.array(after, np.uint32)])
+        return ids
+
     def _list(self, text: str, **asked) -> list[int]:
-        return ids_to_list(self._encode([text], **asked)[0], self._ints)
+        return ids_to_list(self._one(text, **asked), self._ints)
 
     def _arrays(self, texts: Sequence[str], **asked) -> list[np.ndarray]:
         ids, offsets = self._encode(texts, **asked)
@@ -91,11 +103,11 @@ class CharacterTokenizer:
 
     def encode_ordinary(self, text: str) -> list[int]:
         """The text's own ids, nothing around them (for code written for ``Tokenizer``)."""
-        return ids_to_list(self._ids([text])[0], self._ints)
+        return ids_to_list(self._text_ids(text), self._ints)
 
     def count(self, text: str) -> int:
         """How many ids ``encode_ordinary(text)`` gives."""
-        return len(self._ids([text])[0])
+        return len(self._text_ids(text))
 
     def count_iterable(self, texts: Iterable[str]) -> int:
         """How many ids the texts, read as one, give: they are one text to these
@@ -301,6 +313,9 @@ class SentencePieceTokenizer(CharacterTokenizer):
                                  f"{token_id}, not a control piece")
         return [self.bos_id] if add_bos else [], [self.eos_id] if add_eos else []
 
+    def _text_ids(self, text: str) -> np.ndarray:
+        return self._vocabulary.encode_text(self._normalized_utf8(text, kernel=True))
+
     def _ids(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         normalized = [self._normalized_utf8(text, kernel=True) for text in texts]
         offsets = np.zeros(len(normalized) + 1, dtype=np.int64)
@@ -315,7 +330,7 @@ class SentencePieceTokenizer(CharacterTokenizer):
 
     def encode_to_numpy(self, text: str, *, add_bos: bool = False, add_eos: bool = False) -> np.ndarray:
         """The ids of ``text`` as a uint32 array."""
-        return self._encode([text], add_bos=add_bos, add_eos=add_eos)[0]
+        return self._one(text, add_bos=add_bos, add_eos=add_eos)
 
     def encode_batch(self, texts: Sequence[str], *, add_bos: bool = False, add_eos: bool = False) -> list[list[int]]:
         """The ids of each text, as lists, in one kernel call."""
@@ -490,6 +505,11 @@ class HuggingFaceSentencePiece(CharacterTokenizer):
             return [], []
         return self._pipeline.prefix, self._pipeline.suffix
 
+    def _text_ids(self, text: str) -> np.ndarray:
+        if self._bytewise is not None and self._pipeline.finds_none(text, self._added):
+            return self._vocabulary.encode_text(self._bytewise(text))
+        return self._ids([text])[0]
+
     def _ids(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         # Steps 1 to 3 in Python (added tokens, normalizer, pre-tokenizer), then
         # every stretch of every text in one kernel call.
@@ -545,7 +565,7 @@ class HuggingFaceSentencePiece(CharacterTokenizer):
 
     def encode_to_numpy(self, text: str, *, add_special_tokens: bool = False) -> np.ndarray:
         """The ids of ``text`` as a uint32 array."""
-        return self._encode([text], add_special_tokens=add_special_tokens)[0]
+        return self._one(text, add_special_tokens=add_special_tokens)
 
     def encode_batch(self, texts: Sequence[str], *, add_special_tokens: bool = False) -> list[list[int]]:
         """The ids of each text, as lists, in one kernel call."""

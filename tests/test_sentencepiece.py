@@ -90,6 +90,26 @@ def test_adversarial_texts_match_sentencepiece(trained, kind):
     assert tok.encode_batch(ADVERSARIAL) == [sp.encode(text) for text in ADVERSARIAL]
 
 
+def test_one_text_in_one_kernel_call_and_the_way_back(trained):
+    """``encode`` of one text runs the kernel once on its normalized bytes
+    (``ShortCalls.utf8_to_array``); a text past SHORT_CALL_CHARS bytes, or
+    any while calls share their caches, takes the batch's path instead: the
+    same ids either way."""
+    from bpe._encode import SHORT_CALL_CHARS
+
+    tok, sp = pair(trained["byte_fallback"])
+    texts = ADVERSARIAL + ["x " * SHORT_CALL_CHARS, "日本 旦" * SHORT_CALL_CHARS]
+    short = tok._vocabulary._short
+    assert short is not None and short.utf8_to_array(b" x", False) is not None
+    assert short.utf8_to_array(b"x" * (SHORT_CALL_CHARS + 1), False) is None
+    for text in texts:
+        assert tok.encode(text) == sp.encode(text), text
+        assert tok.count(text) == len(sp.encode(text))
+    with tok._vocabulary.encoder.sharing_cache():
+        assert short.utf8_to_array(b" x", False) is None
+        assert [tok.encode(text) for text in texts] == [sp.encode(text) for text in texts]
+
+
 @pytest.mark.parametrize("kind", KINDS)
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(atoms=st.lists(st.sampled_from(ATOMS), max_size=40),

@@ -11,7 +11,8 @@ document, one thread, on prose, code and multilingual text:
 Cold: bpe's caches cleared, a fresh ``tokenizers.Tokenizer`` each round, fresh
 str objects (``_measure.fresh_copies``); warm: the same objects and documents
 again. Rounds interleave the engines; the best and the median of the rounds
-are printed; ids are asserted equal in the same run.
+are printed; ids are asserted equal in the same run. Then one call on a
+short str (2 and 85 characters), warm: microseconds, best / median.
 
     PYTHONPATH=benchmarks:benchmarks/experiments:tests python benchmarks/experiments/sentencepiece_models.py --mb 4 --rounds 5
 
@@ -26,6 +27,7 @@ import os
 import statistics
 import tempfile
 import time
+import timeit
 
 import sentencepiece
 import tokenizers
@@ -36,6 +38,8 @@ from fetched import member
 from real_tokenizers import samples
 from sentencepiece_json import to_tokenizer_json
 
+SHORT = ["hi", "The quick brown fox jumps over the lazy dog, then naps in the sun for an hour or two."]
+CALLS = 2000
 MODELS = {"mistral_v1": "mistral_common/data/tokenizer.model.v1",
           "mistral_v3": "mistral_common/data/mistral_instruct_tokenizer_240323.model.v3"}
 
@@ -88,6 +92,17 @@ def main() -> None:
                 print(f"{model:11s} {corpus:13s} {size:4.1f} {engine:30s} "
                       f"{size / min(cold[engine]):7.1f} / {size / statistics.median(cold[engine]):5.1f}   "
                       f"{size / min(warm[engine]):7.1f} / {size / statistics.median(warm[engine]):5.1f}")
+        # One call on a short str, warm: the fixed cost of a call (chat messages, token counts).
+        for text in SHORT:
+            per_call = {engine: [] for engine in engines}
+            assert ours.encode(text) == reference.encode(text)
+            assert ours_json.encode(text) == hf["object"].encode(text, add_special_tokens=False).ids
+            for _ in range(args.rounds):
+                for engine, function in engines.items():
+                    per_call[engine].append(timeit.timeit(lambda: function(text), number=CALLS) / CALLS * 1e6)
+            for engine in engines:
+                print(f"{model:11s} {len(text):2d} chars, one call   {engine:30s} "
+                      f"{min(per_call[engine]):7.2f} / {statistics.median(per_call[engine]):5.2f} us")
 
 
 if __name__ == "__main__":
