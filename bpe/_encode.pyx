@@ -1428,9 +1428,21 @@ cdef class ShortCalls:
         """``to_array`` for ``data``, valid UTF-8 (the caller's to be sure of:
         SentencePiece models' normalized text, made from a str), of at most
         ``SHORT_CALL_CHARS`` bytes; None where the general path must take it."""
+        return self._utf8(data, narrow, 0)
+
+    def utf8_to_list(self, bytes data, out_id_t below):
+        """``utf8_to_array``'s ids as a list of the prebuilt ints where each is
+        below ``below``, else as a uint32 array (ids that stand for others,
+        for the caller to expand); None where the general path must take it."""
+        return self._utf8(data, False, below)
+
+    cdef object _utf8(self, bytes data, bint narrow, out_id_t below):
+        """``utf8_to_array``, or with ``below`` > 0 ``utf8_to_list``."""
         cdef const uint8_t* start = <const uint8_t*>PyBytes_AS_STRING(data)
         cdef int64_t length = PyBytes_GET_SIZE(data)
         cdef offset_t id_offsets[2]
+        cdef Py_ssize_t k
+        cdef bint all_below = below > 0
         if self.busy or self.paused or length > SHORT_CALL_CHARS:
             return None
         session = self.session
@@ -1442,6 +1454,12 @@ cdef class ShortCalls:
             if self.kernel._encode_texts(scratch, 1, &start, &length, self.pattern, &self.needles,
                                          self.needle_ids, id_offsets) < 0:
                 raise MemoryError()
+            k = 0
+            while all_below and k < scratch.out.size:
+                all_below = scratch.out.data[k] < below
+                k += 1
+            if all_below:
+                return ids_list(scratch.out.data, scratch.out.size, self.ints)
             return ids_array(&scratch.out, narrow)
         finally:
             release_output(scratch)

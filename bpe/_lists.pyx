@@ -309,6 +309,21 @@ def ids_with_separators(const out_id_t[::1] ids, const offset_t[::1] offsets, ou
 
 
 
+def all_below(const out_id_t[::1] ids, out_id_t limit) -> bool:
+    """Whether every id is below ``limit`` (numpy's ``max`` took 0.7 us on a
+    short call's few ids).
+
+    >>> import numpy as np
+    >>> all_below(np.array([3, 9], np.uint32), 10), all_below(np.array([3, 10], np.uint32), 10)
+    (True, False)
+    """
+    cdef Py_ssize_t k
+    for k in range(ids.shape[0]):
+        if ids[k] >= limit:
+            return False
+    return True
+
+
 cdef Py_ssize_t expand_text(const out_id_t[::1] ids, Py_ssize_t start, Py_ssize_t end, out_id_t first,
                             const out_id_t[:, ::1] rows, const uint8_t[::1] lengths, int64_t fused,
                             out_id_t* out) noexcept nogil:

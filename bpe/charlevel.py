@@ -29,7 +29,7 @@ from typing import Iterable, Mapping, Optional, Sequence
 
 import numpy as np
 
-from bpe._lists import PrebuiltInts, expand_ids
+from bpe._lists import PrebuiltInts, all_below, expand_ids, ids_to_list
 from bpe.encoder import Encoder
 from bpe.flat import flatten
 from bpe.vocabulary import Ranks, Rule
@@ -135,8 +135,10 @@ class CharacterVocabulary:
         arrays.update(cuts)
         self.encoder = Encoder(arrays, self.pattern, special_tokens)
         self._special_names = list(special_tokens)
+        #: The model's ids as Python ints, made once (``bpe._lists``).
+        self.ints = PrebuiltInts(n_vocab)
         # One text in one kernel call (``encode_text``); None where the kernel has no pattern of its own.
-        self._short = self.encoder.short_calls(PrebuiltInts(0))
+        self._short = self.encoder.short_calls(self.ints)
         self.fuse_unknown = byte_pieces is None
         self.unk_id = unk_id
         # Row k: what token n_vocab + k stands for (at most a character's 4 bytes).
@@ -161,11 +163,22 @@ class CharacterVocabulary:
         token found in it: in one kernel call, without a batch's set-up (a
         pooled session, offsets, a cumulative sum), which cost a short text
         ten times sentencepiece's whole call."""
-        ids = self._short.utf8_to_array(data, False) if self._short is not None else None
+        return self._text_done(self._short.utf8_to_array(data, False) if self._short is not None else None, data)
+
+    def list_text(self, data: bytes) -> list[int]:
+        """``encode_text``'s ids as a list: made in the same kernel call where
+        no id needs expanding, as most texts' are."""
+        got = self._short.utf8_to_list(data, self._first_extra) if self._short is not None else None
+        if type(got) is list:
+            return got
+        return ids_to_list(self._text_done(got, data), self.ints)
+
+    def _text_done(self, ids: Optional[np.ndarray], data: bytes) -> np.ndarray:
+        """The model's ids of one text from the kernel's (None: not yet encoded)."""
         if ids is None:
             return self.encode(np.frombuffer(data, dtype=np.uint8), np.array([0, len(data)], dtype=np.int64),
                                self._special_names)[0]
-        if not ids.size or int(ids.max()) < self._first_extra:
+        if all_below(ids, self._first_extra):
             return ids
         return self.finish(ids, np.array([0, ids.size], dtype=np.int64))[0]
 

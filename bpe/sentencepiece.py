@@ -81,9 +81,20 @@ class CharacterTokenizer:
         ids = np.concatenate(parts) if parts else np.empty(0, np.uint32)
         return ids, offsets + np.arange(len(offsets)) * (len(before) + len(after))
 
+    def _kernel_bytes(self, text: str) -> Optional[bytes]:
+        """The text as the kernel reads it, normalized, where it is one stretch
+        of the kernel's (None: ``_ids`` must take it)."""
+        raise NotImplementedError
+
     def _text_ids(self, text: str) -> np.ndarray:
         """``_ids`` of one text: its own ids alone (uint32)."""
-        raise NotImplementedError
+        data = self._kernel_bytes(text)
+        return self._ids([text])[0] if data is None else self._vocabulary.encode_text(data)
+
+    def _text_list(self, text: str) -> list[int]:
+        """``_text_ids`` as a list."""
+        data = self._kernel_bytes(text)
+        return ids_to_list(self._ids([text])[0], self._ints) if data is None else self._vocabulary.list_text(data)
 
     def _one(self, text: str, **asked) -> np.ndarray:
         """``_encode`` of one text: its ids, with ``_framing``'s around them."""
@@ -94,7 +105,9 @@ class CharacterTokenizer:
         return ids
 
     def _list(self, text: str, **asked) -> list[int]:
-        return ids_to_list(self._one(text, **asked), self._ints)
+        """``_one`` as a list."""
+        before, after = self._framing(**asked)
+        return before + self._text_list(text) + after
 
     def _arrays(self, texts: Sequence[str], **asked) -> list[np.ndarray]:
         ids, offsets = self._encode(texts, **asked)
@@ -103,7 +116,7 @@ class CharacterTokenizer:
 
     def encode_ordinary(self, text: str) -> list[int]:
         """The text's own ids, nothing around them (for code written for ``Tokenizer``)."""
-        return ids_to_list(self._text_ids(text), self._ints)
+        return self._text_list(text)
 
     def count(self, text: str) -> int:
         """How many ids ``encode_ordinary(text)`` gives."""
@@ -180,7 +193,6 @@ class SentencePieceTokenizer(CharacterTokenizer):
         #: ``bpe.formats.sentencepiece``'s (NORMAL, CONTROL, BYTE...).
         self.pieces = list(pieces)
         self.n_vocab = len(pieces)
-        self._ints = PrebuiltInts(self.n_vocab)
         self.bos_id, self.eos_id, self.pad_id = model.bos_id, model.eos_id, model.pad_id
         self.byte_fallback = model.byte_fallback
         self.unk_surface = model.unk_surface
@@ -248,6 +260,7 @@ class SentencePieceTokenizer(CharacterTokenizer):
         self._vocabulary = CharacterVocabulary(normal, self.n_vocab, byte_piece if self.byte_fallback else None,
                                                self.unk_id, characters, Ranks(np.array(ranked, dtype=np.int32)),
                                                self.user_defined, no_spaces=self.escape_whitespaces)
+        self._ints = self._vocabulary.ints
         self.pattern = self._vocabulary.pattern
         self._decoding = None
         self._texts = [piece.text for piece in pieces]
@@ -313,8 +326,8 @@ class SentencePieceTokenizer(CharacterTokenizer):
                                  f"{token_id}, not a control piece")
         return [self.bos_id] if add_bos else [], [self.eos_id] if add_eos else []
 
-    def _text_ids(self, text: str) -> np.ndarray:
-        return self._vocabulary.encode_text(self._normalized_utf8(text, kernel=True))
+    def _kernel_bytes(self, text: str) -> bytes:
+        return self._normalized_utf8(text, kernel=True)
 
     def _ids(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         normalized = [self._normalized_utf8(text, kernel=True) for text in texts]
@@ -326,11 +339,15 @@ class SentencePieceTokenizer(CharacterTokenizer):
     def encode(self, text: str, *, add_bos: bool = False, add_eos: bool = False) -> list[int]:
         """The ids of ``text``, as ``SentencePieceProcessor.encode`` gives them;
         BOS and EOS only when asked for, as there."""
-        return self._list(text, add_bos=add_bos, add_eos=add_eos)
+        if add_bos or add_eos:
+            return self._list(text, add_bos=add_bos, add_eos=add_eos)
+        return self._text_list(text)
 
     def encode_to_numpy(self, text: str, *, add_bos: bool = False, add_eos: bool = False) -> np.ndarray:
         """The ids of ``text`` as a uint32 array."""
-        return self._one(text, add_bos=add_bos, add_eos=add_eos)
+        if add_bos or add_eos:
+            return self._one(text, add_bos=add_bos, add_eos=add_eos)
+        return self._text_ids(text)
 
     def encode_batch(self, texts: Sequence[str], *, add_bos: bool = False, add_eos: bool = False) -> list[list[int]]:
         """The ids of each text, as lists, in one kernel call."""
@@ -480,7 +497,6 @@ class HuggingFaceSentencePiece(CharacterTokenizer):
         self.source = source
         self.n_vocab = data.n_vocab
         self.special_tokens = dict(data.special_tokens)
-        self._ints = PrebuiltInts(self.n_vocab)
         self._pipeline = data.pipeline
         self._added = frozenset(data.special_tokens)
         #: Every id's token as decoding gives it: its text (an added token's as it is
@@ -492,6 +508,7 @@ class HuggingFaceSentencePiece(CharacterTokenizer):
         self._decoder = data.decoder
         self._vocabulary = CharacterVocabulary(data.pieces, data.n_vocab, data.byte_pieces, -1, data.characters,
                                                data.rule, no_spaces=spaces_all_replaced(data.pipeline))
+        self._ints = self._vocabulary.ints
         self._bytewise = bytewise(data.pipeline, self._vocabulary.space)
         self.pattern = self._vocabulary.pattern
         rule = data.rule
@@ -505,10 +522,10 @@ class HuggingFaceSentencePiece(CharacterTokenizer):
             return [], []
         return self._pipeline.prefix, self._pipeline.suffix
 
-    def _text_ids(self, text: str) -> np.ndarray:
+    def _kernel_bytes(self, text: str) -> Optional[bytes]:
         if self._bytewise is not None and self._pipeline.finds_none(text, self._added):
-            return self._vocabulary.encode_text(self._bytewise(text))
-        return self._ids([text])[0]
+            return self._bytewise(text)
+        return None
 
     def _ids(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         # Steps 1 to 3 in Python (added tokens, normalizer, pre-tokenizer), then
@@ -561,11 +578,15 @@ class HuggingFaceSentencePiece(CharacterTokenizer):
     def encode(self, text: str, *, add_special_tokens: bool = False) -> list[int]:
         """The ids of ``text``, as ``tokenizers``' ``encode(text, add_special_tokens=...)``
         gives them (this default is False, as ``bpe.Tokenizer``'s)."""
-        return self._list(text, add_special_tokens=add_special_tokens)
+        if add_special_tokens:
+            return self._list(text, add_special_tokens=True)
+        return self._text_list(text)
 
     def encode_to_numpy(self, text: str, *, add_special_tokens: bool = False) -> np.ndarray:
         """The ids of ``text`` as a uint32 array."""
-        return self._one(text, add_special_tokens=add_special_tokens)
+        if add_special_tokens:
+            return self._one(text, add_special_tokens=True)
+        return self._text_ids(text)
 
     def encode_batch(self, texts: Sequence[str], *, add_special_tokens: bool = False) -> list[list[int]]:
         """The ids of each text, as lists, in one kernel call."""

@@ -160,6 +160,11 @@ def test_unknown_characters_sharing_bytes_with_known_ones():
         assert sp.piece_to_id("日") != sp.unk_id() and sp.piece_to_id("旦") == sp.unk_id()
         for text in ["旦", "日旦本", "旦旦旦", "a旦日", "日本旦", "a日本", "旦a日"]:
             assert tok.encode(text) == sp.encode(text), (byte_fallback, text)
+            assert tok.encode_to_numpy(text).tolist() == sp.encode(text), (byte_fallback, text)
+        # One call's kernel ids: a list at once where no id stands for others, else an array to expand.
+        short = tok._vocabulary._short
+        assert isinstance(short.utf8_to_list("日本".encode(), tok.n_vocab), list)
+        assert isinstance(short.utf8_to_list("旦".encode(), tok.n_vocab), np.ndarray)
 
 
 @settings(max_examples=300, deadline=None)
