@@ -39,7 +39,7 @@ from bpe._bytestable cimport (FNV_OFFSET, FNV_PRIME, bytestable_add, bytestable_
                               bytestable_slot, hash_bytes, slot_entry)
 from bpe._caches cimport OUT_SLACK, PIECE_ANY, Tables, cache_merged, encode_missed, encode_piece, is_new, short_token
 from bpe._checks cimport check_ids, check_offsets
-from bpe._lists cimport PrebuiltInts, ids_list, lists_of_ids
+from bpe._lists cimport PrebuiltInts, ids_below, ids_list, lists_of_ids
 from bpe._mergerule cimport (Ids, LongMerge, Merging, ids_init, ids_reserve, longmerge_free, longmerge_init,
                              merge_piece, merging_start, merging_step, mergerule_free)
 from bpe._memory cimport empty_written_once, mem_alloc, mem_free, next_capacity, prefetch, short_ids
@@ -1441,8 +1441,6 @@ cdef class ShortCalls:
         cdef const uint8_t* start = <const uint8_t*>PyBytes_AS_STRING(data)
         cdef int64_t length = PyBytes_GET_SIZE(data)
         cdef offset_t id_offsets[2]
-        cdef Py_ssize_t k
-        cdef bint all_below = below > 0
         if self.busy or self.paused or length > SHORT_CALL_CHARS:
             return None
         session = self.session
@@ -1454,11 +1452,7 @@ cdef class ShortCalls:
             if self.kernel._encode_texts(scratch, 1, &start, &length, self.pattern, &self.needles,
                                          self.needle_ids, id_offsets) < 0:
                 raise MemoryError()
-            k = 0
-            while all_below and k < scratch.out.size:
-                all_below = scratch.out.data[k] < below
-                k += 1
-            if all_below:
+            if below > 0 and ids_below(scratch.out.data, scratch.out.size, below):
                 return ids_list(scratch.out.data, scratch.out.size, self.ints)
             return ids_array(&scratch.out, narrow)
         finally:

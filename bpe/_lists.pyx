@@ -317,8 +317,13 @@ def all_below(const out_id_t[::1] ids, out_id_t limit) -> bool:
     >>> all_below(np.array([3, 9], np.uint32), 10), all_below(np.array([3, 10], np.uint32), 10)
     (True, False)
     """
+    return ids_below(&ids[0] if ids.shape[0] else NULL, ids.shape[0], limit)
+
+
+cdef bint ids_below(const out_id_t* ids, Py_ssize_t n, out_id_t limit) noexcept nogil:
+    """``all_below`` of ``ids[:n]``, for the kernels."""
     cdef Py_ssize_t k
-    for k in range(ids.shape[0]):
+    for k in range(n):
         if ids[k] >= limit:
             return False
     return True

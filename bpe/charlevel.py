@@ -187,7 +187,7 @@ class CharacterVocabulary:
         the model's: a token past its ids (a partial character, or a byte with
         no piece) becomes the ids it stands for; without byte fallback, a run
         of unknown ids in a text becomes one."""
-        if not ids.size or int(ids.max()) < self._first_extra:
+        if all_below(ids, self._first_extra):
             return ids, offsets
         return expand_ids(ids, offsets, self._first_extra, self._fallback_ids, self._fallback_lengths,
                           self.unk_id if self.fuse_unknown else -1)

@@ -214,9 +214,10 @@ def _check_decoder(step: dict, field: str, refuse: _Refusal) -> None:
 
 def bytewise(pipeline: Pipeline, space: bool = False) -> Optional[Callable[[str], bytes]]:
     """The normalizer and pre-tokenizer of a text that holds no added token, as
-    one function from the text to its UTF-8 normalized (made on the bytes, without making a str that is no
-    longer ASCII, whose UTF-8 took longer than encoding it), where the steps
-    allow: Prepend, Replace of a string, and Metaspace that does not split.
+    one function from the text to its normalized UTF-8 (made on the bytes,
+    without making a str that is no longer ASCII, whose UTF-8 took longer
+    than encoding it), where the steps allow: Prepend, Replace of a string,
+    and Metaspace that does not split.
     None otherwise, or where an added token is matched after normalizing.
     With ``space``, the bytes are as the kernel reads them, ``▁`` as a space
     (``CharacterVocabulary.kernel_text``), made at once: the text's own ``▁``
