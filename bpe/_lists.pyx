@@ -333,7 +333,8 @@ cdef Py_ssize_t expand_text(const out_id_t[::1] ids, Py_ssize_t start, Py_ssize_
                             const out_id_t[:, ::1] rows, const uint8_t[::1] lengths, int64_t fused,
                             out_id_t* out) noexcept nogil:
     """How many ids one text, ``ids[start:end]``, gives in ``expand_ids``; they
-    are written to ``out`` unless it is NULL (then only counted)."""
+    are written to ``out`` unless it is NULL (then only counted). -1 for an
+    id that stands for no row."""
     cdef Py_ssize_t k, j, at = 0
     cdef int64_t row
     cdef out_id_t token
@@ -342,6 +343,8 @@ cdef Py_ssize_t expand_text(const out_id_t[::1] ids, Py_ssize_t start, Py_ssize_
     for k in range(start, end):
         if ids[k] < first:
             row, j = -1, 0
+        elif ids[k] - first >= rows.shape[0]:
+            return -1
         else:
             row, j = ids[k] - first, lengths[ids[k] - first]
         while True:
@@ -362,9 +365,9 @@ def expand_ids(const out_id_t[::1] ids, const offset_t[::1] offsets, out_id_t fi
     """``(ids, offsets)`` with each id from ``first`` on replaced by the ids it
     stands for, ``rows[id - first, :lengths[id - first]]``, and, when
     ``fused`` is an id, each run of it in a text kept as one: text t's ids
-    are ``ids[offsets[t]:offsets[t + 1]]`` in and out. A pass to count and
-    one to write, without the GIL: the same in numpy, a dozen passes over
-    every id, took longer than encoding the text.
+    are ``ids[offsets[t]:offsets[t + 1]]`` in and out. A pass to count (and
+    check) and one to write, without the GIL: the same in numpy, a dozen
+    passes over every id, took longer than encoding the text.
 
     >>> import numpy as np
     >>> rows, lengths = np.array([[7, 8], [9, 0]], np.uint32), np.array([2, 1], np.uint8)
@@ -386,17 +389,22 @@ def expand_ids(const out_id_t[::1] ids, const offset_t[::1] offsets, out_id_t fi
     for k in range(rows.shape[0]):
         if not 1 <= lengths[k] <= rows.shape[1]:
             raise ValueError(f"row {k} has {rows.shape[1]} ids, not {lengths[k]}")
-    for k in range(ids.shape[0]):
-        if ids[k] >= first and ids[k] - first >= rows.shape[0]:
-            raise ValueError(f"id {ids[k]} at {k} stands for no row: ids from {first} have {rows.shape[0]}")
     new_offsets = np.empty(n_texts + 1, dtype=np.int64)
     cdef offset_t[::1] bounds = new_offsets
     cdef out_id_t[::1] written
+    cdef Py_ssize_t count = 0
     with nogil:
         bounds[0] = 0
         for t in range(n_texts):
-            size += expand_text(ids, offsets[t], offsets[t + 1], first, rows, lengths, fused, NULL)
+            count = expand_text(ids, offsets[t], offsets[t + 1], first, rows, lengths, fused, NULL)
+            if count < 0:
+                break
+            size += count
             bounds[t + 1] = size
+    if count < 0:
+        for k in range(ids.shape[0]):
+            if ids[k] >= first and ids[k] - first >= rows.shape[0]:
+                raise ValueError(f"id {ids[k]} at {k} stands for no row: ids from {first} have {rows.shape[0]}")
     out = np.empty(size, dtype=np.uint32)
     if size == 0:
         return out, new_offsets
