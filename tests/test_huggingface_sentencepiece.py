@@ -58,6 +58,17 @@ def test_adversarial_texts_match_tokenizers(files):
     assert [a.tolist() for a in tok.encode_batch_to_numpy(texts)] == expected
 
 
+def test_pickled_it_encodes_alike_in_another_process(files):
+    import functools
+    import multiprocessing
+
+    tok, reference = files
+    texts = ["<s> a", "Hello  world 日本", "\u2581x", WORLD[:200]]
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        got = pool.map(functools.partial(tok.encode, add_special_tokens=True), texts)
+    assert got == [e.ids for e in reference.encode_batch(texts, add_special_tokens=True)]
+
+
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(atoms=st.lists(st.sampled_from(ATOMS + ["<sep>", " <s>", "\u2581\u2581"]), max_size=40),
        text=st.text(st.characters(exclude_categories=("Cs",)), max_size=40))

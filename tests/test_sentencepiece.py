@@ -90,6 +90,23 @@ def test_adversarial_texts_match_sentencepiece(trained, kind):
     assert tok.encode_batch(ADVERSARIAL) == [sp.encode(text) for text in ADVERSARIAL]
 
 
+def test_pickled_it_encodes_alike_in_another_process_and_is_built_once_there(trained):
+    """Pickling sends what the tokenizer was built from: a spawned worker (as
+    ``multiprocessing`` and data loaders make them) encodes as the sender does,
+    and a process that unpickles it again reuses what it built."""
+    import multiprocessing
+    import pickle
+
+    tok, sp = pair(trained["byte_fallback"])
+    texts = ADVERSARIAL[:12] + [WORLD[:300]]
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        assert pool.map(tok.encode, texts) == [sp.encode(text) for text in texts]
+    data = pickle.dumps(tok)
+    first, again = pickle.loads(data), pickle.loads(data)
+    assert first is again and first is not tok
+    assert first.encode(WORLD[:300], add_bos=True) == tok.encode(WORLD[:300], add_bos=True)
+
+
 def test_one_text_in_one_kernel_call_and_the_way_back(trained):
     """``encode`` of one text runs the kernel once on its normalized bytes
     (``ShortCalls.utf8_to_array``); a text past SHORT_CALL_CHARS bytes, or
