@@ -15,8 +15,11 @@ from libc.stdint cimport int64_t, uint64_t
 cdef void* mem_alloc(size_t size) noexcept nogil
 cdef void* mem_calloc(size_t count, size_t size) noexcept nogil
 # For tables of megabytes probed at random: on huge pages where the OS gives
-# them, so a probe does not also miss the TLB (freed with mem_free).
+# them, so a probe does not also miss the TLB. Freed with mem_free_huge, with
+# the size asked for: a few are kept for the next table of that size, their
+# pages backed (bpe/csrc/memory.h says why).
 cdef void* mem_alloc_huge(size_t size) noexcept nogil
+cdef void mem_free_huge(void* block, size_t size) noexcept nogil
 # The same, zeroed, its pages faulted in by the threads that first touch them.
 cdef void* mem_calloc_huge(size_t size) noexcept nogil
 cdef void* mem_resize(void* block, size_t size) noexcept nogil

@@ -41,6 +41,9 @@ cdef void* mem_alloc(size_t size) noexcept nogil:
 cdef extern from "csrc/memory.h":
     void* bpe_alloc_huge(size_t size) nogil
     void* bpe_calloc_huge(size_t size) nogil
+    void bpe_free_huge(void* block, size_t size) nogil
+    int bpe_huge_release() nogil
+    int bpe_huge_idle() nogil
 
 cdef enum:
     # The smallest id array made in a block of its own (``empty_written_once``),
@@ -166,17 +169,18 @@ cdef extern from *:
     """
     #if defined(__GLIBC__)
     #include <malloc.h>
-    static void bpe_release_free_memory(void) { (void)malloc_trim(0); }
+    static void bpe_release_free_memory(void) { (void)bpe_huge_release(); (void)malloc_trim(0); }
     #else
-    static void bpe_release_free_memory(void) {}
+    static void bpe_release_free_memory(void) { (void)bpe_huge_release(); }
     #endif
     """
     void bpe_release_free_memory() nogil
 
 
 def release_free_memory():
-    """Give the OS back what was freed but kept by the allocator (glibc keeps
-    freed blocks in its arenas, the worker threads' too; elsewhere a no-op).
+    """Give the OS back what was freed but kept: the idle huge blocks
+    (``mem_free_huge``), and what glibc keeps of freed blocks in its arenas,
+    the worker threads' too.
     Training calls it between counting and the merge loop, so the merge loop's
     memory is not stacked on what counting no longer uses."""
     with nogil:
@@ -209,6 +213,32 @@ cdef void* mem_resize(void* block, size_t size) noexcept nogil:
 
 cdef void mem_free(void* block) noexcept nogil:
     free(block)
+
+
+cdef void mem_free_huge(void* block, size_t size) noexcept nogil:
+    bpe_free_huge(block, size)
+
+
+def idle_huge_blocks():
+    """How many blocks of huge pages (freed caches' tables) are kept idle now."""
+    return bpe_huge_idle()
+
+
+def give_back_huge_blocks(sizes):
+    """Take a block of huge pages of each of ``sizes`` (bytes), then give them
+    all back (``mem_free_huge``), for tests of what is kept; their addresses."""
+    cdef list blocks = []
+    cdef void* block
+    for size in sizes:
+        block = mem_alloc_huge(size)
+        if block == NULL:
+            for address, taken in blocks:
+                mem_free_huge(<void*><size_t>address, taken)
+            raise MemoryError()
+        blocks.append((<size_t>block, size))
+    for address, taken in blocks:
+        mem_free_huge(<void*><size_t>address, taken)
+    return [address for address, _ in blocks]
 
 
 def fail_allocation(int64_t n):

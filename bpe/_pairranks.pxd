@@ -18,7 +18,7 @@
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from libc.string cimport memset
 
-from bpe._memory cimport mem_alloc, mem_alloc_huge, mem_free, prefetch, slot_shift
+from bpe._memory cimport mem_alloc, mem_alloc_huge, mem_free, mem_free_huge, prefetch, slot_shift
 from bpe._pairmap cimport PairMap, pairmap_free, pairmap_get, pairmap_init, pairmap_prefetch, pairmap_set
 from bpe._types cimport pack_pair, pair_t, token_t
 
@@ -82,7 +82,8 @@ cdef inline int pairranks_init(PairRanks* t, int64_t expected, int64_t id_limit,
 
 
 cdef inline void pairranks_free(PairRanks* t) noexcept nogil:
-    mem_free(t.slots)
+    if t.slots != NULL:
+        mem_free_huge(t.slots, (t.mask + 1) * sizeof(uint64_t))
     mem_free(t.byte_grid)
     pairmap_free(&t.pairs)
     t.slots = NULL
@@ -141,7 +142,7 @@ cdef inline int _grow(PairRanks* t) noexcept nogil:
     for i in range(old_n):
         if old[i] != EMPTY_SLOT:
             t.slots[_slot(t, old[i] >> FIELD_BITS)] = old[i]
-    mem_free(old)
+    mem_free_huge(old, old_n * sizeof(uint64_t))
     return 0
 
 

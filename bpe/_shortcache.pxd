@@ -77,7 +77,7 @@
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memset
 
-from bpe._memory cimport (add_count, load_acquire, mem_alloc_huge, mem_free, prefetch, read_count, slot_shift,
+from bpe._memory cimport (add_count, load_acquire, mem_alloc_huge, mem_free_huge, prefetch, read_count, slot_shift,
                           store_release, swap_if)
 
 
@@ -209,7 +209,7 @@ cdef inline void shortcache_none(ShortCache* c) noexcept nogil:
 
 
 cdef inline void shortcache_free(ShortCache* c) noexcept nogil:
-    mem_free(c.block)
+    mem_free_huge(c.block, shortcache_bytes(c.mask + 1))
     c.block = NULL
     c.slots = NULL
 

@@ -501,12 +501,13 @@ class Tokenizer:
                                 progress=progress, text_field=text_field)
 
     def clear_cache(self) -> None:
-        """Forget the pre-tokens encoded so far, releasing their memory. Encoding
-        keeps a cache of them per session, across calls: up to 2^19 short
-        pre-tokens and 2^18 longer ones in each of the sessions pooled for
-        concurrent calls (``bpe.encoder``; docs/usage.md). The
-        next call starts cold, as on a fresh tokenizer: what a benchmark should
-        time, since a text encoded twice is all cache hits the second time."""
+        """Forget the pre-tokens encoded so far, releasing their memory (a few
+        of the tables are kept for the next caches to be made in: docs/usage.md).
+        Encoding keeps a cache of them per session, across calls: up to 2^19
+        short pre-tokens and 2^18 longer ones in each of the sessions pooled for
+        concurrent calls (``bpe.encoder``). The next call starts cold, as on a
+        fresh tokenizer: what a benchmark should time, since a text encoded
+        twice is all cache hits the second time."""
         if self._encoder is not None:
             self._encoder.clear_cache()
 

@@ -391,6 +391,53 @@ def test_idle_id_blocks_are_few_and_bounded(no_idle_id_blocks):
         _memory.largest_idle_id_block(before)
 
 
+@pytest.fixture
+def no_idle_huge_blocks():
+    _memory.release_free_memory()
+    yield
+    _memory.release_free_memory()
+
+
+def test_a_dropped_short_cache_is_taken_by_the_next_session_emptied(no_idle_huge_blocks):
+    """A session's short cache (8 MiB on huge pages) dropped by ``clear_cache``
+    is kept, and the next session's is made in it, its pages backed: emptied,
+    so that another vocabulary's session finds none of the first's entries."""
+    import gc
+
+    text = random_corpus(5, n_words=4000)               # past a short call: a pooled session
+    other = bpe.load("cl100k_base")
+    expected = other.encode_to_numpy(text).tolist()
+    other.clear_cache()
+    gpt2 = bpe.load("gpt2")
+    gpt2 = bpe.Tokenizer(gpt2.vocab, gpt2.merges, gpt2.special_tokens, pattern=gpt2.pattern)  # no sessions yet
+    gc.collect()
+    _memory.release_free_memory()
+    assert _memory.idle_huge_blocks() == 0
+    gpt2.encode_to_numpy(text)
+    gpt2.clear_cache()
+    gc.collect()
+    assert _memory.idle_huge_blocks() == 1
+    assert other.encode_to_numpy(text).tolist() == expected
+    assert _memory.idle_huge_blocks() == 0
+
+
+def test_idle_huge_blocks_are_few_and_bounded(no_idle_huge_blocks):
+    first = _memory.give_back_huge_blocks([8 << 20])
+    assert _memory.idle_huge_blocks() == 1
+    assert _memory.give_back_huge_blocks([8 << 20]) == first           # the same size: the one kept
+    _memory.give_back_huge_blocks([8 << 20] * 6)
+    assert _memory.idle_huge_blocks() == 4                             # at most four
+    assert _memory.give_back_huge_blocks([16 << 20]) and _memory.idle_huge_blocks() == 4
+    _memory.release_free_memory()
+    assert _memory.idle_huge_blocks() == 0
+    _memory.give_back_huge_blocks([40 << 20, 40 << 20])                # 64 MiB at most in all
+    assert _memory.idle_huge_blocks() == 1
+    _memory.give_back_huge_blocks([1 << 20])                           # not a table of huge pages
+    assert _memory.idle_huge_blocks() == 1
+    result, happened = with_failure_at(1, lambda: _memory.give_back_huge_blocks([40 << 20]))
+    assert result is MemoryError and happened                           # an idle block is no way round the hook
+
+
 def test_a_block_that_cannot_be_mapped_is_a_memory_error(no_idle_id_blocks):
     result, happened = with_failure_at(1, lambda: _memory.empty_written_once(BIG, np.uint32))
     assert result is MemoryError and happened

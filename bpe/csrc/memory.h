@@ -8,44 +8,6 @@
 #if defined(__linux__)
 #include <sys/mman.h>
 #endif
-/* A block of at least 2 MiB on 2 MiB boundaries, advised to be backed by
-   huge pages where Linux offers them (transparent huge pages in "madvise"
-   mode, the common default, give them only to blocks that ask). The advice
-   may be refused: the block then has ordinary pages. free() releases it. */
-static void* bpe_alloc_huge(size_t size) {
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    const size_t huge = (size_t)2 << 20;
-    void* block = NULL;
-    if (size >= huge) {
-        if (posix_memalign(&block, huge, size) != 0)
-            return NULL;
-        /* Whole huge pages only: a tail past the last one (a cache's slot
-           of alignment slack) would otherwise take a 2 MiB page itself. */
-        (void)madvise(block, size & ~(huge - 1), MADV_HUGEPAGE);
-        return block;
-    }
-#endif
-    return malloc(size);
-}
-/* A zeroed block, advised as above. calloc maps a large block afresh from
-   the OS (above glibc's mmap threshold, at most 32 MiB), whose pages are
-   zero until first touched, and writes none of it: its pages are faulted
-   in (and zeroed) by whichever thread first touches each, not all by the
-   caller. A smaller block it may take from its heap and zero itself. */
-static void* bpe_calloc_huge(size_t size) {
-    void* block = calloc(1, size);
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    const size_t huge = (size_t)2 << 20;
-    if (block != NULL && size >= 2 * huge) {
-        size_t first = ((size_t)block + huge - 1) & ~(huge - 1);
-        size_t end = ((size_t)block + size) & ~(huge - 1);
-        if (end > first)
-            (void)madvise((void*)first, end - first, MADV_HUGEPAGE);
-    }
-#endif
-    return block;
-}
-
 #include <string.h>
 #if defined(__linux__) || defined(__APPLE__)
 #define BPE_ID_BLOCKS 1
@@ -224,6 +186,135 @@ static void bpe_blocks_init(void) {}
 static int bpe_blocks_release(void) { return 0; }
 static int bpe_blocks_idle(void) { return 0; }
 #endif
+
+/* Huge blocks (bpe_alloc_huge's) given back (bpe_free_huge), kept idle
+   for the next of the same size: a session's short cache, dropped by
+   clear_cache or with its tokenizer, is taken by the next session's as it
+   is, its pages backed. glibc could not reuse it (an aligned block needs its
+   size and the alignment free), so each new one grew the heap onto pages
+   never touched; and on a VM that hands freed memory back to its host, a
+   huge page faulted in there waits for the host to back it (see
+   bpe_block_map): 30-45 ms of system time in each cold pass over 10 MB of
+   code, half the pass. At most BPE_IDLE_HUGE blocks and bpe_idle_huge_bytes
+   in all; the rest are freed at once. */
+#define BPE_IDLE_HUGE 4
+#define BPE_HUGE_PAGE ((size_t)2 << 20)
+typedef struct { void* block; size_t size; } bpe_huge;
+static size_t bpe_idle_huge_bytes = (size_t)64 << 20;   /* two sessions' short caches at their largest */
+#if BPE_ID_BLOCKS
+static bpe_huge bpe_idle_huge[BPE_IDLE_HUGE];
+
+/* An idle block of exactly size bytes, taken; NULL if none. */
+static void* bpe_huge_take(size_t size) {
+    void* block = NULL;
+    int k;
+    pthread_mutex_lock(&bpe_idle_lock);
+    for (k = 0; k < BPE_IDLE_HUGE; k++)
+        if (bpe_idle_huge[k].block != NULL && bpe_idle_huge[k].size == size) {
+            block = bpe_idle_huge[k].block;
+            bpe_idle_huge[k].block = NULL;
+            break;
+        }
+    pthread_mutex_unlock(&bpe_idle_lock);
+    return block;
+}
+/* Keep block (of size bytes) idle if there is room; whether it was kept. */
+static int bpe_huge_keep(void* block, size_t size) {
+    size_t idle = 0;
+    int k, place = -1;
+    pthread_mutex_lock(&bpe_idle_lock);
+    for (k = 0; k < BPE_IDLE_HUGE; k++) {
+        if (bpe_idle_huge[k].block == NULL)
+            place = place < 0 ? k : place;
+        else
+            idle += bpe_idle_huge[k].size;
+    }
+    if (place >= 0 && size <= bpe_idle_huge_bytes - idle) {
+        bpe_idle_huge[place].block = block;
+        bpe_idle_huge[place].size = size;
+    } else {
+        place = -1;
+    }
+    pthread_mutex_unlock(&bpe_idle_lock);
+    return place >= 0;
+}
+/* Free every idle huge block; how many there were. */
+static int bpe_huge_release(void) {
+    void* idle[BPE_IDLE_HUGE];
+    int k, n = 0;
+    pthread_mutex_lock(&bpe_idle_lock);
+    for (k = 0; k < BPE_IDLE_HUGE; k++) {
+        idle[k] = bpe_idle_huge[k].block;
+        bpe_idle_huge[k].block = NULL;
+    }
+    pthread_mutex_unlock(&bpe_idle_lock);
+    for (k = 0; k < BPE_IDLE_HUGE; k++)
+        if (idle[k] != NULL) {
+            free(idle[k]);
+            n++;
+        }
+    return n;
+}
+static int bpe_huge_idle(void) {
+    int k, n = 0;
+    pthread_mutex_lock(&bpe_idle_lock);
+    for (k = 0; k < BPE_IDLE_HUGE; k++)
+        n += bpe_idle_huge[k].block != NULL;
+    pthread_mutex_unlock(&bpe_idle_lock);
+    return n;
+}
+#else
+static void* bpe_huge_take(size_t size) { (void)size; return NULL; }
+static int bpe_huge_keep(void* block, size_t size) { (void)block; (void)size; return 0; }
+static int bpe_huge_release(void) { return 0; }
+static int bpe_huge_idle(void) { return 0; }
+#endif
+
+/* A block of at least 2 MiB on 2 MiB boundaries, advised to be backed by
+   huge pages where Linux offers them (transparent huge pages in "madvise"
+   mode, the common default, give them only to blocks that ask). The advice
+   may be refused: the block then has ordinary pages. bpe_free_huge, with
+   the size asked for, gives it back. */
+static void* bpe_alloc_huge(size_t size) {
+    void* block = size >= BPE_HUGE_PAGE ? bpe_huge_take(size) : NULL;
+    if (block != NULL)
+        return block;
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (size >= BPE_HUGE_PAGE) {
+        if (posix_memalign(&block, BPE_HUGE_PAGE, size) != 0)
+            return NULL;
+        /* Whole huge pages only: a tail past the last one (a cache's slot
+           of alignment slack) would otherwise take a 2 MiB page itself. */
+        (void)madvise(block, size & ~(BPE_HUGE_PAGE - 1), MADV_HUGEPAGE);
+        return block;
+    }
+#endif
+    return malloc(size);
+}
+/* A zeroed block, advised as above. calloc maps a large block afresh from
+   the OS (above glibc's mmap threshold, at most 32 MiB), whose pages are
+   zero until first touched, and writes none of it: its pages are faulted
+   in (and zeroed) by whichever thread first touches each, not all by the
+   caller. A smaller block it may take from its heap and zero itself. */
+static void* bpe_calloc_huge(size_t size) {
+    void* block = calloc(1, size);
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    const size_t huge = BPE_HUGE_PAGE;
+    if (block != NULL && size >= 2 * huge) {
+        size_t first = ((size_t)block + huge - 1) & ~(huge - 1);
+        size_t end = ((size_t)block + size) & ~(huge - 1);
+        if (end > first)
+            (void)madvise((void*)first, end - first, MADV_HUGEPAGE);
+    }
+#endif
+    return block;
+}
+
+/* Give back a block of bpe_alloc_huge(size): kept idle, or freed. */
+static void bpe_free_huge(void* block, size_t size) {
+    if (block != NULL && !(size >= BPE_HUGE_PAGE && bpe_huge_keep(block, size)))
+        free(block);
+}
 
 static void* bpe_blocks_handler(void);
 
