@@ -426,13 +426,15 @@ def test_idle_huge_blocks_are_few_and_bounded(no_idle_huge_blocks):
     assert _memory.idle_huge_blocks() == 1
     assert _memory.give_back_huge_blocks([8 << 20]) == first           # the same size: the one kept
     _memory.give_back_huge_blocks([8 << 20] * 6)
-    assert _memory.idle_huge_blocks() == 4                             # at most four
-    assert _memory.give_back_huge_blocks([16 << 20]) and _memory.idle_huge_blocks() == 4
+    assert _memory.idle_huge_blocks() == 4                             # at most four: the last given back
+    larger = _memory.give_back_huge_blocks([16 << 20])                 # in place of the one kept longest
+    assert _memory.idle_huge_blocks() == 4 and _memory.give_back_huge_blocks([16 << 20]) == larger
     _memory.release_free_memory()
     assert _memory.idle_huge_blocks() == 0
     _memory.give_back_huge_blocks([40 << 20, 40 << 20])                # 64 MiB at most in all
     assert _memory.idle_huge_blocks() == 1
     _memory.give_back_huge_blocks([1 << 20])                           # not a table of huge pages
+    _memory.give_back_huge_blocks([80 << 20])                          # larger than all may be
     assert _memory.idle_huge_blocks() == 1
     result, happened = with_failure_at(1, lambda: _memory.give_back_huge_blocks([40 << 20]))
     assert result is MemoryError and happened                           # an idle block is no way round the hook

@@ -196,13 +196,14 @@ static int bpe_blocks_idle(void) { return 0; }
    huge page faulted in there waits for the host to back it (see
    bpe_block_map): 30-45 ms of system time in each cold pass over 10 MB of
    code, half the pass. At most BPE_IDLE_HUGE blocks and bpe_idle_huge_bytes
-   in all; the rest are freed at once. */
+   in all: the last ones given back. */
 #define BPE_IDLE_HUGE 4
 #define BPE_HUGE_PAGE ((size_t)2 << 20)
-typedef struct { void* block; size_t size; } bpe_huge;
+typedef struct { void* block; size_t size; unsigned long long kept; } bpe_huge;
 static size_t bpe_idle_huge_bytes = (size_t)64 << 20;   /* two sessions' short caches at their largest */
 #if BPE_ID_BLOCKS
 static bpe_huge bpe_idle_huge[BPE_IDLE_HUGE];
+static unsigned long long bpe_huge_kept = 0;    /* blocks kept so far: each one's order */
 
 /* An idle block of exactly size bytes, taken; NULL if none. */
 static void* bpe_huge_take(size_t size) {
@@ -218,25 +219,43 @@ static void* bpe_huge_take(size_t size) {
     pthread_mutex_unlock(&bpe_idle_lock);
     return block;
 }
-/* Keep block (of size bytes) idle if there is room; whether it was kept. */
+/* Keep block (of size bytes) idle, in place of the blocks kept longest
+   before it if there is no room else (a table of a size no cache asks for
+   any more goes in time); whether it was kept. */
 static int bpe_huge_keep(void* block, size_t size) {
-    size_t idle = 0;
-    int k, place = -1;
+    void* evicted[BPE_IDLE_HUGE];
+    size_t idle;
+    int k, oldest, n_evicted = 0, kept = 0;
+    if (size > bpe_idle_huge_bytes)
+        return 0;
     pthread_mutex_lock(&bpe_idle_lock);
-    for (k = 0; k < BPE_IDLE_HUGE; k++) {
-        if (bpe_idle_huge[k].block == NULL)
-            place = place < 0 ? k : place;
-        else
-            idle += bpe_idle_huge[k].size;
-    }
-    if (place >= 0 && size <= bpe_idle_huge_bytes - idle) {
-        bpe_idle_huge[place].block = block;
-        bpe_idle_huge[place].size = size;
-    } else {
-        place = -1;
+    for (;;) {
+        int place = -1;
+        idle = 0;
+        oldest = -1;
+        for (k = 0; k < BPE_IDLE_HUGE; k++) {
+            if (bpe_idle_huge[k].block == NULL) {
+                place = place < 0 ? k : place;
+            } else {
+                idle += bpe_idle_huge[k].size;
+                if (oldest < 0 || bpe_idle_huge[k].kept < bpe_idle_huge[oldest].kept)
+                    oldest = k;
+            }
+        }
+        if (place >= 0 && size <= bpe_idle_huge_bytes - idle) {
+            bpe_idle_huge[place].block = block;
+            bpe_idle_huge[place].size = size;
+            bpe_idle_huge[place].kept = ++bpe_huge_kept;
+            kept = 1;
+            break;
+        }
+        evicted[n_evicted++] = bpe_idle_huge[oldest].block;     /* some block is idle: size fits alone */
+        bpe_idle_huge[oldest].block = NULL;
     }
     pthread_mutex_unlock(&bpe_idle_lock);
-    return place >= 0;
+    for (k = 0; k < n_evicted; k++)
+        free(evicted[k]);
+    return kept;
 }
 /* Free every idle huge block; how many there were. */
 static int bpe_huge_release(void) {
