@@ -21,10 +21,12 @@ import os
 import time
 from typing import Optional, Sequence
 
+from bpe.errors import MissingExtraError
+
 try:
     import ray
 except ImportError:
-    raise ImportError('bpe.distributed runs on Ray, which is not installed: pip install "bpe[ray]"') from None
+    raise MissingExtraError('bpe.distributed runs on Ray, which is not installed: pip install "bpe[ray]"') from None
 
 from bpe.corpus.chunking import plan_chunks
 from bpe.corpus.counting import PretokenCounts, count_chunks, default_chunk_size

@@ -14,6 +14,12 @@ class BpeError(Exception):
     """Base of the errors bpe raises for bad input."""
 
 
+class MissingExtraError(BpeError, ImportError):
+    """An optional package that the input or option asked for needs (a ``.zst``
+    or Parquet file, Ray) is not installed; names the file or option and the
+    extra that brings it."""
+
+
 class TokenizerFileError(BpeError, ValueError):
     """A tokenizer file that is corrupt, truncated or inconsistent; names the file and line."""
 

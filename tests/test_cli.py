@@ -1,4 +1,5 @@
 """The ``bpe`` command end to end, in subprocesses."""
+import os
 import subprocess
 import sys
 
@@ -87,3 +88,33 @@ def test_our_errors_are_one_line_and_bugs_keep_their_traceback(tmp_path, monkeyp
     monkeypatch.setattr(cli, "_load_tokenizer", bug)
     with pytest.raises(TypeError, match="a bug in bpe"):
         cli.main(["inspect", "gpt2"])
+
+
+def test_a_missing_optional_package_is_one_line_naming_the_extra(tmp_path):
+    # zstandard, pyarrow and ray hidden (each a package whose import fails), as
+    # on an install without the extras: a line naming the file or option and
+    # the extra, status 2, no traceback, nothing written.
+    hidden = tmp_path / "hidden"
+    for name in ("zstandard", "pyarrow", "ray"):
+        (hidden / name).mkdir(parents=True)
+        (hidden / name / "__init__.py").write_text(f"raise ImportError('no {name} here')\n")
+    (tmp_path / "a.jsonl.zst").write_bytes(b"\x28\xb5\x2f\xfd" + b"\x00" * 8)
+    (tmp_path / "b.parquet").write_bytes(b"PAR1" + b"\x00" * 8 + b"PAR1")
+    (tmp_path / "c.txt").write_text("some text\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(hidden), *sys.path])}
+    for args, expected in [
+        (["encode", str(tmp_path / "a.jsonl.zst"), "--tokenizer", "gpt2", "-o", str(tmp_path / "a.bin")],
+         'a.jsonl.zst: reading zstd needs the zstandard package: pip install "bpe[formats]"'),
+        (["encode", str(tmp_path / "b.parquet"), "--tokenizer", "gpt2", "-o", str(tmp_path / "b.bin")],
+         "b.parquet: reading Parquet needs the pyarrow package"),
+        (["train", str(tmp_path / "a.jsonl.zst"), "--vocab-size", "300", "-o", str(tmp_path / "t")],
+         "reading zstd needs the zstandard package"),
+        (["encode", str(tmp_path / "c.txt"), "--tokenizer", "gpt2", "-o", str(tmp_path / "c.bin"), "--ray"],
+         'bpe.distributed runs on Ray, which is not installed: pip install "bpe[ray]"'),
+    ]:
+        result = subprocess.run([sys.executable, "-m", "bpe", *args], capture_output=True, text=True, env=env,
+                                timeout=300)
+        assert result.returncode == 2, (args, result.stderr)
+        assert expected in result.stderr and "Traceback" not in result.stderr, result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl.zst", "b.parquet", "c.txt", "hidden"]

@@ -40,7 +40,7 @@ import numpy as np
 from bpe._jsonl import text_fields
 from bpe._scanner import first_invalid_utf8
 from bpe.corpus.chunking import find_boundary
-from bpe.errors import CorpusDecodeError, CorpusRecordError
+from bpe.errors import CorpusDecodeError, CorpusRecordError, MissingExtraError
 from bpe.files import check_errors, checked_utf8
 from bpe.patterns import find_safe_cut
 from bpe.corpus.sources import Source
@@ -120,7 +120,7 @@ def open_stream(source: Source, digest: Optional[Digest] = None):
     try:
         import zstandard
     except ImportError:
-        raise ImportError(f"{source.path}: reading zstd needs the zstandard package: "
+        raise MissingExtraError(f"{source.path}: reading zstd needs the zstandard package: "
                           'pip install "bpe[formats]" (or zstandard)') from None
     return zstandard.ZstdDecompressor().stream_reader(raw, read_size=READ_PIECE, read_across_frames=True)
 
@@ -356,7 +356,7 @@ def parquet_units(source: Source, field: tuple, errors: str) -> Iterator[Records
         import pyarrow.compute as compute
         import pyarrow.parquet as parquet
     except ImportError:
-        raise ImportError(f"{source.path}: reading Parquet needs the pyarrow package: "
+        raise MissingExtraError(f"{source.path}: reading Parquet needs the pyarrow package: "
                           'pip install "bpe[formats]" (or pyarrow)') from None
     dotted = ".".join(field)
     try:
