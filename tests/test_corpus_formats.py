@@ -160,6 +160,24 @@ def test_a_corpus_of_several_formats_reads_in_order(tok, tmp_path):
     assert bpe.open_tokens(tmp_path.parent / f"{tmp_path.name}.bin").tolist() == expected
 
 
+def test_the_summary_counts_the_text_not_the_file(tok, tmp_path):
+    # The same records as JSON Lines (with other fields), compressed, as Parquet,
+    # and as a text file: the summary's bytes are the text's, whatever holds it.
+    texts = documents(30)
+    text_bytes = sum(len(text.encode("utf-8")) for text in texts)
+    (tmp_path / "a.jsonl").write_bytes(jsonl_bytes(texts))
+    (tmp_path / "b.jsonl.gz").write_bytes(gzip.compress(jsonl_bytes(texts)))
+    write_parquet(tmp_path / "c.parquet", texts)
+    (tmp_path / "d.txt").write_text(EOT.join(texts), encoding="utf-8")
+    (tmp_path / "e.txt.xz").write_bytes(lzma.compress(EOT.join(texts).encode("utf-8")))
+    for name, expected in [("a.jsonl", text_bytes), ("b.jsonl.gz", text_bytes), ("c.parquet", text_bytes),
+                           ("d.txt", text_bytes + len(EOT) * (len(texts) - 1)),
+                           ("e.txt.xz", text_bytes + len(EOT) * (len(texts) - 1))]:
+        summary = tok.encode_file(tmp_path / name, tmp_path / f"{name}.bin", num_workers=2)
+        assert summary.bytes_in == expected, name
+        assert summary.bytes_per_token == pytest.approx(expected / summary.tokens_out)
+
+
 @settings(max_examples=40, deadline=None)
 @given(texts=st.lists(st.lists(st.sampled_from(list("ab <|>endoftx\n\té日😀 ") + [EOT, "'s", "  "]),
                                max_size=20).map("".join), max_size=30))

@@ -34,7 +34,7 @@ class UnitResult:
     document_starts: np.ndarray  # uint64, within the unit
     problems: list[str]          # records skipped under errors="replace"
     digest: Optional[str]        # sha256 of Python texts' UTF-8 (no file to hash)
-    n_bytes: int                 # UTF-8 bytes of Python texts
+    n_bytes: int                 # UTF-8 bytes of the text encoded (not of the file's syntax or compression)
     buffer: Optional[np.ndarray] = None
 
 
@@ -80,18 +80,19 @@ class DocumentEncoder:
         if flat is not None:
             records.done()                             # its text is in the scratch buffer now
             data, offsets, problems = flat
+            n_bytes = int(offsets[-1] - offsets[0])
             ids, id_offsets = self.encoder.encode_utf8_texts(data, offsets, (),
                                                              self._scratch("ids", len(data), np.uint32))
         else:
             texts, problems = records.texts()
             records.done()
-            if records.kind == "texts":
-                hashed = hashlib.sha256()
-                for text in texts:
-                    encoded = text.encode("utf-8", "surrogatepass")
+            hashed = hashlib.sha256() if records.kind == "texts" else None
+            for text in texts:
+                encoded = text.encode("utf-8", "surrogatepass")
+                if hashed is not None:
                     hashed.update(encoded)
-                    n_bytes += len(encoded)
-                digest = hashed.hexdigest()
+                n_bytes += len(encoded)
+            digest = None if hashed is None else hashed.hexdigest()
             ids, id_offsets = self.encoder.encode_strs(texts, ())
         bounds = records.record_bounds()           # the pieces of a long record: one record, one separator
         record_starts, ends = bounds if bounds is not None else (None, None)
@@ -124,7 +125,7 @@ class DocumentEncoder:
         out = buffer[:len(ids)]
         np.copyto(out, ids, casting="unsafe")
         starts = np.concatenate(starts) if starts else np.empty(0, np.uint64)
-        return UnitResult(out, starts, [], None, 0, buffer)
+        return UnitResult(out, starts, [], None, len(unit.text), buffer)
 
 
 def append_ids(fd: int, ids: np.ndarray, name: str) -> None:

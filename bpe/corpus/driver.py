@@ -179,7 +179,7 @@ class _Encoded:
     document_starts: np.ndarray
     digests: list[str]          # of the input, in order: the sidecar's inputs_fingerprint
     ranges: list[Chunk]         # the byte ranges read: the sidecar's ranges_fingerprint
-    bytes_in: int
+    bytes_in: int               # UTF-8 bytes of the text encoded
     workers: int
     problems: str = ""          # records skipped under errors="replace"
 
@@ -294,8 +294,10 @@ class _RecordsJob:
         if self.sources is None:
             return _Encoded(n_tokens, document_starts, digests, [], n_bytes, num_workers, str(problems))
         ranges = [Chunk(source.path, 0, os.path.getsize(source.path)) for source in self.sources]
+        # bytes_in: the text's, as a plain file's are, not the files' on disk
+        # (JSON's syntax and other fields, or a compressed size).
         return _Encoded(n_tokens, document_starts, [digest.sha256.hexdigest() for digest in file_digests],
-                        ranges, sum(chunk.n_bytes for chunk in ranges), num_workers, str(problems))
+                        ranges, n_bytes, num_workers, str(problems))
 
 
 def _check_unchanged(paths, statuses) -> None:
