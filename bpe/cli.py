@@ -19,6 +19,7 @@ from collections import Counter
 import bpe
 from bpe.errors import BpeError, CorpusDecodeError, CorpusRecordError
 from bpe.files import checked_utf8, refuse_overwriting_inputs
+from bpe.formats.own import own_target
 from bpe.formats.sentencepiece import CONTROL, NORMAL, TYPE_NAMES
 from bpe.sentencepiece import CharacterTokenizer, HuggingFaceSentencePiece, SentencePieceTokenizer
 from bpe.corpus.records import Problems, units
@@ -61,6 +62,7 @@ def _longest_tokens(tok, n: int) -> list[bytes]:
 
 
 def cmd_train(args) -> None:
+    own_target(args.output)                 # refused now, not after training
     files = args.files or [DEFAULT_CORPUS]
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
@@ -260,8 +262,10 @@ def _parse_prices(items) -> dict:
 def cmd_show(args) -> None:
     if args.max_chars < 1:
         raise UserError(f"--max-chars {args.max_chars}: give a number of characters >= 1")
-    if (args.file is None) == (args.text is None):
+    if args.file is not None and args.text is not None:
         raise UserError("give a FILE to show (- for standard input) or --text TEXT, not both")
+    if args.file is None and args.text is None:
+        raise UserError("give a FILE to show (- for standard input) or --text TEXT")
     prices = _parse_prices(args.price)
     names = [name.strip() for value in args.tokenizer for name in value.split(",") if name.strip()]
     tokenizers = {name: _load_tokenizer(name) for name in names}
@@ -375,6 +379,8 @@ def _inspect_huggingface_sentencepiece(tok: HuggingFaceSentencePiece, top: int) 
 
 
 def cmd_inspect(args) -> None:
+    if args.top < 0:
+        raise UserError(f"--top {args.top}: give a number of tokens and merges >= 0")
     loaded = _load_tokenizer(args.tokenizer)
     if isinstance(loaded, SentencePieceTokenizer):
         _inspect_sentencepiece(loaded, args.top)
@@ -403,7 +409,7 @@ def cmd_inspect(args) -> None:
     if merges is not None:
         show = lambda merges: ", ".join(f"({_readable(a)}, {_readable(b)})" for a, b in merges)  # noqa: E731
         print(f"first merges:   {show(merges[:args.top])}")
-        print(f"last merges:    {show(merges[-args.top:])}")
+        print(f"last merges:    {show(merges[max(0, len(merges) - args.top):])}")
 
 
 EXAMPLES = {
@@ -435,6 +441,17 @@ EXAMPLES = {
 }
 
 
+def _workers(value: str) -> int:
+    """``--workers``: a count of at least one (argparse names the option when refused)."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of workers") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{number}: give a number of workers >= 1")
+    return number
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bpe", description="Fast, exact byte-level BPE.",
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXAMPLES["bpe"])
@@ -454,7 +471,7 @@ def build_parser() -> argparse.ArgumentParser:
                             "(default gpt2)")
     train.add_argument("--min-frequency", type=int, default=1, metavar="N",
                        help="stop before a merge whose pair occurs fewer than N times (default 1)")
-    train.add_argument("--workers", type=int, default=None, help="workers (default: all cores)")
+    train.add_argument("--workers", type=_workers, default=None, help="workers (default: all cores)")
     train.add_argument("-o", "--output", required=True, help="directory (or .bpe file) to write")
     train.add_argument("--quiet", action="store_true", help="no progress bars and no summary")
     train.add_argument("--ray", nargs="?", const="", metavar="ADDRESS", default=None,
@@ -476,7 +493,7 @@ def build_parser() -> argparse.ArgumentParser:
     encode.add_argument("--world-size", type=int, default=None, help="... of this many (a job array; default 1)")
     encode.add_argument("--finalize", metavar="OUT_DIR",
                         help="write the manifest of OUT_DIR once every rank's shards are there")
-    encode.add_argument("--workers", type=int, default=None, help="threads (default: all cores)")
+    encode.add_argument("--workers", type=_workers, default=None, help="threads (default: all cores)")
     encode.add_argument("--dtype", default=None, choices=["uint16", "uint32"],
                         help="the ids' type on disk (default: the smallest that fits)")
     encode.add_argument("--add-bos", action="store_true",

@@ -108,6 +108,8 @@ def atomic_write_text(path: str, text: str) -> None:
 
 def atomic_write_bytes(path: str, data: bytes) -> None:
     """Write ``data`` under a temporary name and rename it to ``path`` once complete."""
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"{path}: is a directory, not a file to write")
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     fd, tmp = create_temporary(directory)

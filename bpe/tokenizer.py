@@ -32,7 +32,7 @@ from bpe.sentencepiece import HuggingFaceSentencePiece, SentencePieceTokenizer, 
 from bpe.specials import refuse_disallowed, special_policy, special_spans
 from bpe.vocabulary import (Merges, Ranks, Rule, Vocabulary, ids_dtype, merge_pairs, ranks_from_merges,
                             rule_records)
-from bpe.workers import map_on_threads
+from bpe.workers import map_on_threads, resolve_workers
 
 if TYPE_CHECKING:
     from bpe.view import Token, TokenComparison
@@ -361,7 +361,7 @@ class Tokenizer:
         itself (``workers.map_on_threads``): an executor's futures woke the caller for
         every batch, to take the GIL the workers were waiting for.
         """
-        threads = max(1, num_threads or os.cpu_count() or 1)
+        threads = resolve_workers(num_threads, "num_threads")
         groups = batches(texts, batch_chars(sum(len(text) for text in texts), threads))
         encoder = self.encoder
         allowed, disallowed = special_policy(self.special_tokens, allowed_special, disallowed_special)
@@ -567,6 +567,8 @@ class Tokenizer:
     def decode_batch(self, batch: Sequence[Iterable[int]], *, errors: str = "replace",
                      num_threads: Optional[int] = None) -> list[str]:
         """``decode`` of each sequence of ids."""
+        if num_threads is not None:
+            resolve_workers(num_threads, "num_threads")
         if (num_threads or 1) == 1 or len(batch) < 2:
             return [self.decode(ids, errors) for ids in batch]
         from concurrent.futures import ThreadPoolExecutor      # on use: loading never needs it
@@ -888,7 +890,8 @@ def load(name_or_path) -> Union[Tokenizer, SentencePieceTokenizer, HuggingFaceSe
         rank_files = sorted(name for name in os.listdir(path) if name.endswith((".tiktoken", ".model")))
         hint = (f"; {rank_files[0]} may be a tiktoken rank file: read it with "
                 "bpe.Tokenizer.from_tiktoken(path, pattern=..., special_tokens=...)") if rank_files else ""
-        names = ", ".join(name if isinstance(name, str) else " with ".join(name) for name in MODEL_FILES)
+        names = ", ".join([*(name if isinstance(name, str) else " with ".join(name) for name in MODEL_FILES),
+                           "tokenizer.model (SentencePiece BPE)"])
         raise FileNotFoundError(f"{path}: holds no tokenizer bpe reads ({names}){hint}")
     if path.endswith(".json") and os.path.exists(path):
         document = read_json(path)

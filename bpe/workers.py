@@ -22,15 +22,16 @@ Item = TypeVar("Item")
 Result = TypeVar("Result")
 
 
-def resolve_workers(num_workers: Optional[int]) -> int:
-    """``num_workers`` checked, or the cores this process may run on for None."""
+def resolve_workers(num_workers: Optional[int], name: str = "num_workers") -> int:
+    """``num_workers`` checked (``name``: the argument, for the error), or the cores
+    this process may run on for None."""
     if num_workers is None:
         try:
             return max(len(os.sched_getaffinity(0)), 1)
         except AttributeError:
             return os.cpu_count() or 1
     if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1:
-        raise ValueError(f"num_workers must be a positive int or None, got {num_workers!r}")
+        raise ValueError(f"{name} must be a positive int or None, got {num_workers!r}")
     return num_workers
 
 

@@ -65,6 +65,12 @@ def test_user_errors_are_one_line_without_traceback(tmp_path):
          "dtype uint16 cannot hold token id 200018"),
         (["inspect", str(tmp_path / "nodir")], "no tokenizer"),
         (["decode", str(tmp_path / "none.bin"), "--tokenizer", "gpt2"], "none.bin.json: no such file"),
+        (["inspect", "gpt2", "--top", "-2"], "--top -2: give a number of tokens and merges >= 0"),
+        (["show", "--tokenizer", "gpt2"], "give a FILE to show (- for standard input) or --text TEXT"),
+        (["show", SHAKESPEARE, "--tokenizer", "gpt2", "--html", str(tmp_path)],
+         f"{tmp_path}: is a directory, not a file to write"),
+        (["train", SHAKESPEARE, "--vocab-size", "300", "-o", SHAKESPEARE],
+         f"{SHAKESPEARE}: is a file; save into a directory (made if missing), or to a file named *.bpe"),
     ]
     for args, message in cases:
         result = run_bpe(*args)
@@ -72,6 +78,11 @@ def test_user_errors_are_one_line_without_traceback(tmp_path):
         assert message in result.stderr and "Traceback" not in result.stderr
         assert len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert not (tmp_path / "o").exists() and not (tmp_path / "x.bin").exists()
+    for command, option in (("train", ["--vocab-size", "300"]), ("encode", ["--tokenizer", "gpt2"])):
+        result = run_bpe(command, SHAKESPEARE, *option, "--workers", "0", "-o", str(tmp_path / "w"))
+        assert result.returncode == 2 and "argument --workers: 0: give a number of workers >= 1" in result.stderr
+    result = run_bpe("inspect", "gpt2", "--top", "0")
+    assert result.returncode == 0 and "last merges:    \n" in result.stdout      # none, not all of them
 
 
 def test_our_errors_are_one_line_and_bugs_keep_their_traceback(tmp_path, monkeypatch, capsys):

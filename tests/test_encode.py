@@ -166,6 +166,11 @@ def test_batch_threads_and_pickle():
     tok = bpe.load("gpt2")
     texts = [random_corpus(seed, n_words=200) for seed in range(8)]
     assert tok.encode_batch(texts, num_threads=2) == [tok.encode(t) for t in texts]
+    for threads in (0, -1, 1.5, True):                 # as num_workers is, everywhere
+        with pytest.raises(ValueError, match=f"num_threads must be a positive int or None, got {threads!r}"):
+            tok.encode_batch(texts, num_threads=threads)
+        with pytest.raises(ValueError, match="num_threads must be a positive int"):
+            tok.decode_batch([[1], [2]], num_threads=threads)
     clone = pickle.loads(pickle.dumps(tok))
     assert clone == tok and clone.encode(texts[0]) == tok.encode(texts[0])
 

@@ -30,9 +30,7 @@ RANKED_VERSION = 2          # a vocabulary ranked by id, without merges (see abo
 def write_own(path: str, data: TokenizerData) -> str:
     """Write ``data`` to ``path``: a file if it ends in ``.bpe``, else a directory
     (created if missing) with ``tokenizer.bpe`` inside. Returns the file's path."""
-    path = os.fspath(path)
-    if not path.endswith(".bpe") or os.path.isdir(path):
-        path = os.path.join(path, FILE_NAME)
+    path = own_target(path)
     version = FORMAT_VERSION if data.merges is not None else RANKED_VERSION
     lines = [f"{FORMAT_NAME} {version}",
              json.dumps({"pattern": data.pattern, "special_tokens": data.special_tokens},
@@ -44,6 +42,18 @@ def write_own(path: str, data: TokenizerData) -> str:
         lines += [f"{to_b64(left)} {to_b64(right)}" for left, right in data.merges]
     atomic_write_text(path, "\n".join(lines) + "\n")
     return path
+
+
+def own_target(path) -> str:
+    """The file ``write_own`` writes for ``path``, refused (before any work) where
+    ``path`` is a file that is not ``.bpe``: a directory is made there."""
+    path = os.fspath(path)
+    if path.endswith(".bpe") and not os.path.isdir(path):
+        return path
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise FileExistsError(f"{path}: is a file; save into a directory (made if missing), "
+                              "or to a file named *.bpe")
+    return os.path.join(path, FILE_NAME)
 
 
 def own_path(path) -> str:
