@@ -1424,20 +1424,22 @@ cdef class ShortCalls:
             release_output(scratch)
             self.busy = False
 
-    def utf8_to_array(self, bytes data, bint narrow):
+    def utf8_to_array(self, bytes data, bint narrow, out_id_t below=0):
         """``to_array`` for ``data``, valid UTF-8 (the caller's to be sure of:
         SentencePiece models' normalized text, made from a str), of at most
-        ``SHORT_CALL_CHARS`` bytes; None where the general path must take it."""
-        return self._utf8(data, narrow, 0)
+        ``SHORT_CALL_CHARS`` bytes; None where the general path must take it.
+        With ``below`` > 0, an id from ``below`` on makes it uint32 whatever
+        ``narrow`` says (ids that stand for others, for the caller to expand)."""
+        return self._utf8(data, narrow, below, False)
 
     def utf8_to_list(self, bytes data, out_id_t below):
         """``utf8_to_array``'s ids as a list of the prebuilt ints where each is
         below ``below``, else as a uint32 array (ids that stand for others,
         for the caller to expand); None where the general path must take it."""
-        return self._utf8(data, False, below)
+        return self._utf8(data, False, below, True)
 
-    cdef object _utf8(self, bytes data, bint narrow, out_id_t below):
-        """``utf8_to_array``, or with ``below`` > 0 ``utf8_to_list``."""
+    cdef object _utf8(self, bytes data, bint narrow, out_id_t below, bint as_list):
+        """``utf8_to_array``, or with ``as_list`` ``utf8_to_list``."""
         cdef const uint8_t* start = <const uint8_t*>PyBytes_AS_STRING(data)
         cdef int64_t length = PyBytes_GET_SIZE(data)
         cdef offset_t id_offsets[2]
@@ -1452,7 +1454,9 @@ cdef class ShortCalls:
             if self.kernel._encode_texts(scratch, 1, &start, &length, self.pattern, &self.needles,
                                          self.needle_ids, id_offsets) < 0:
                 raise MemoryError()
-            if below > 0 and ids_below(scratch.out.data, scratch.out.size, below):
+            if below > 0 and not ids_below(scratch.out.data, scratch.out.size, below):
+                return ids_array(&scratch.out, False)
+            if as_list:
                 return ids_list(scratch.out.data, scratch.out.size, self.ints)
             return ids_array(&scratch.out, narrow)
         finally:

@@ -158,12 +158,14 @@ class CharacterVocabulary:
         ``data[offsets[t]:offsets[t + 1]]``), ``special`` found in it, as ``(ids, offsets)``."""
         return self.finish(*self.encoder.encode_utf8_texts(data, offsets, special))
 
-    def encode_text(self, data: bytes) -> np.ndarray:
+    def encode_text(self, data: bytes, narrow: bool = False) -> np.ndarray:
         """``encode``'s ids of one text (``kernel_text``'s UTF-8), every special
         token found in it: in one kernel call, without a batch's set-up (a
         pooled session, offsets, a cumulative sum), which cost a short text
-        ten times sentencepiece's whole call."""
-        return self._text_done(self._short.utf8_to_array(data, False) if self._short is not None else None, data)
+        ten times sentencepiece's whole call. uint32, or with ``narrow`` (the
+        model's ids all fit) uint16 where that call made them."""
+        ids = self._short.utf8_to_array(data, narrow, self._first_extra) if self._short is not None else None
+        return ids if ids is not None and ids.dtype == np.uint16 else self._text_done(ids, data)
 
     def list_text(self, data: bytes) -> list[int]:
         """``encode_text``'s ids as a list: made in the same kernel call where

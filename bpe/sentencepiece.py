@@ -29,7 +29,7 @@ import math
 import os
 import re
 import threading
-from typing import TYPE_CHECKING, Iterable, Optional, Sequence
+from typing import TYPE_CHECKING, Iterable, Iterator, Optional, Sequence
 
 import numpy as np
 
@@ -43,12 +43,14 @@ from bpe.huggingface.characters import CharacterFile, bytewise, decode_step, spa
 from bpe.formats.sentencepiece import (BYTE, CONTROL, MODEL_TYPES, NORMAL, TYPE_NAMES, UNKNOWN, UNUSED,
                                        USER_DEFINED, SentencePieceFile, read_sentencepiece)
 from bpe.vocabulary import Ranks, ids_dtype
+from bpe.workers import batch_chars, batches, map_on_threads, resolve_workers
 
 if TYPE_CHECKING:
     from bpe.view import Token, TokenComparison
 
 _SPACE_UTF8 = SPACE.encode("utf-8")
 _SPACE_RUNS = re.compile(b" {2,}")
+_UINT16 = np.dtype(np.uint16)
 
 _UNPICKLED: dict = {}          # (class, fingerprint) -> tokenizer, the few this process unpickled last
 _UNPICKLED_KEPT = 4
@@ -67,6 +69,15 @@ def _unpickled(cls: type, fingerprint: str, made_from: tuple) -> "CharacterToken
         return known
 
 
+def _not_strs(texts) -> Optional[TypeError]:
+    """The TypeError naming the first of ``texts`` that is no str, or None."""
+    for index, text in enumerate(texts):
+        if not isinstance(text, str):
+            where = "" if len(texts) == 1 else f"texts[{index}] "
+            return TypeError(f"{where}text is {type(text).__name__}, not str")
+    return None
+
+
 class CharacterTokenizer:
     """What the tokenizers of SentencePiece-style BPE share: encoding texts
     (``_ids``, each subclass's) with what is asked around them (``_framing``)
@@ -78,6 +89,7 @@ class CharacterTokenizer:
     _vocabulary: CharacterVocabulary
     _fingerprint: str
     _made_from: tuple                  # the constructor's arguments: what pickling sends
+    _narrow: bool                      # every id fits uint16: arrays are uint16 unless asked otherwise
 
     def __reduce__(self):
         # Sent as what it was built from (the parsed file, no kernel state); a
@@ -96,7 +108,10 @@ class CharacterTokenizer:
     def _encode(self, texts: Sequence[str], **asked) -> tuple[np.ndarray, np.ndarray]:
         """``_ids``, with ``_framing``'s ids around each text's."""
         before, after = self._framing(**asked)
-        ids, offsets = self._ids(texts)
+        try:
+            ids, offsets = self._ids(texts)
+        except (AttributeError, TypeError) as error:
+            raise _not_strs(texts) or error from None
         if not (before or after):
             return ids, offsets
         bounds = offsets.tolist()
@@ -110,15 +125,66 @@ class CharacterTokenizer:
         of the kernel's (None: ``_ids`` must take it)."""
         raise NotImplementedError
 
-    def _text_ids(self, text: str) -> np.ndarray:
-        """``_ids`` of one text: its own ids alone (uint32)."""
-        data = self._kernel_bytes(text)
-        return self._ids([text])[0] if data is None else self._vocabulary.encode_text(data)
+    def _text_ids(self, text: str, narrow: bool = False) -> np.ndarray:
+        """``_ids`` of one text: its own ids alone (uint32; or uint16 with
+        ``narrow``, where the kernel made them so in one call)."""
+        try:
+            data = self._kernel_bytes(text)
+            if data is None:
+                return self._ids([text])[0]
+        except (AttributeError, TypeError) as error:
+            raise _not_strs([text]) or error from None
+        return self._vocabulary.encode_text(data, narrow)
 
     def _text_list(self, text: str) -> list[int]:
         """``_text_ids`` as a list."""
-        data = self._kernel_bytes(text)
-        return ids_to_list(self._ids([text])[0], self._ints) if data is None else self._vocabulary.list_text(data)
+        try:
+            data = self._kernel_bytes(text)
+            if data is None:
+                return ids_to_list(self._ids([text])[0], self._ints)
+        except (AttributeError, TypeError) as error:
+            raise _not_strs([text]) or error from None
+        return self._vocabulary.list_text(data)
+
+    def _on_threads(self, texts: Sequence[str], num_threads: Optional[int], encode_group) -> list:
+        """``encode_group`` of consecutive groups of ``texts`` (a list of results
+        each), on ``num_threads`` threads (None: a thread per core), in order:
+        each group one kernel call, which runs without the GIL (as
+        ``Tokenizer.encode_batch``)."""
+        threads = resolve_workers(num_threads, "num_threads")
+        if not isinstance(texts, (list, tuple)):
+            texts = list(texts)
+        if threads == 1:
+            return encode_group(texts)
+        error = _not_strs(texts)
+        if error is not None:
+            raise error
+        groups = batches(texts, batch_chars(sum(len(text) for text in texts), threads))
+        if len(groups) < 2:
+            return encode_group(texts)
+        return [item for part in map_on_threads(encode_group, groups, threads) for item in part]
+
+    def _array_of(self, ids: np.ndarray, dtype) -> np.ndarray:
+        """``ids`` in ``token_dtype(dtype)``: uint16 where every id fits, as ``Tokenizer``'s."""
+        if dtype is None:
+            return ids.astype(np.uint16) if self._narrow and ids.dtype is not _UINT16 else ids
+        dtype = self.token_dtype(dtype)
+        return ids if ids.dtype == dtype else ids.astype(dtype)
+
+    def decode(self, ids: Iterable[int]) -> str:
+        raise NotImplementedError
+
+    def decode_bytes(self, ids: Iterable[int], **options) -> bytes:
+        """``decode``'s text as UTF-8, as sentencepiece's ``decode(ids, out_type=bytes)``
+        gives it: these models' decoding makes text (a byte piece that makes no
+        character is U+FFFD in it), so this is ``Tokenizer.decode_bytes``'s
+        counterpart for code that asks either."""
+        return self.decode(ids, **options).encode("utf-8", "surrogatepass")
+
+    def encode_iterable(self, texts: Iterable[str]) -> Iterator[int]:
+        """The ids of ``"".join(texts)``, as ``Tokenizer.encode_iterable`` yields
+        them: held whole (see ``count_iterable``)."""
+        yield from self._text_list("".join(texts))
 
     def _one(self, text: str, **asked) -> np.ndarray:
         """``_encode`` of one text: its ids, with ``_framing``'s around them."""
@@ -218,6 +284,7 @@ class SentencePieceTokenizer(CharacterTokenizer):
         #: ``bpe.formats.sentencepiece``'s (NORMAL, CONTROL, BYTE...).
         self.pieces = list(pieces)
         self.n_vocab = len(pieces)
+        self._narrow = self.token_dtype() == np.uint16
         self.bos_id, self.eos_id, self.pad_id = model.bos_id, model.eos_id, model.pad_id
         self.byte_fallback = model.byte_fallback
         self.unk_surface = model.unk_surface
@@ -368,20 +435,25 @@ class SentencePieceTokenizer(CharacterTokenizer):
             return self._list(text, add_bos=add_bos, add_eos=add_eos)
         return self._text_list(text)
 
-    def encode_to_numpy(self, text: str, *, add_bos: bool = False, add_eos: bool = False) -> np.ndarray:
-        """The ids of ``text`` as a uint32 array."""
+    def encode_to_numpy(self, text: str, *, add_bos: bool = False, add_eos: bool = False, dtype=None) -> np.ndarray:
+        """The ids of ``text`` as a numpy array: uint16 when every id fits, else
+        uint32 (or ``dtype``), as ``Tokenizer.encode_to_numpy``."""
         if add_bos or add_eos:
-            return self._one(text, add_bos=add_bos, add_eos=add_eos)
-        return self._text_ids(text)
+            return self._array_of(self._one(text, add_bos=add_bos, add_eos=add_eos), dtype)
+        return self._array_of(self._text_ids(text, dtype is None and self._narrow), dtype)
 
-    def encode_batch(self, texts: Sequence[str], *, add_bos: bool = False, add_eos: bool = False) -> list[list[int]]:
-        """The ids of each text, as lists, in one kernel call."""
-        return ids_to_lists(*self._encode(texts, add_bos=add_bos, add_eos=add_eos), self._ints)
+    def encode_batch(self, texts: Sequence[str], *, add_bos: bool = False, add_eos: bool = False,
+                     num_threads: Optional[int] = None) -> list[list[int]]:
+        """The ids of each text, as lists, on ``num_threads`` threads (None: a
+        thread per core), a kernel call for each group of texts."""
+        return self._on_threads(texts, num_threads, lambda group: ids_to_lists(
+            *self._encode(group, add_bos=add_bos, add_eos=add_eos), self._ints))
 
-    def encode_batch_to_numpy(self, texts: Sequence[str], *, add_bos: bool = False,
-                              add_eos: bool = False) -> list[np.ndarray]:
-        """The ids of each text, as uint32 arrays, in one kernel call."""
-        return self._arrays(texts, add_bos=add_bos, add_eos=add_eos)
+    def encode_batch_to_numpy(self, texts: Sequence[str], *, add_bos: bool = False, add_eos: bool = False,
+                              num_threads: Optional[int] = None, dtype=None) -> list[np.ndarray]:
+        """The ids of each text as arrays (``encode_to_numpy``'s dtype), as ``encode_batch``."""
+        return self._on_threads(texts, num_threads, lambda group: [
+            self._array_of(ids, dtype) for ids in self._arrays(group, add_bos=add_bos, add_eos=add_eos)])
 
     def _piece(self, token_id: int) -> tuple[bytes, bool]:
         kind = self._types[token_id]
@@ -522,6 +594,7 @@ class HuggingFaceSentencePiece(CharacterTokenizer):
         self.source = source
         self._made_from = (data, source)
         self.n_vocab = data.n_vocab
+        self._narrow = self.token_dtype() == np.uint16
         self.special_tokens = dict(data.special_tokens)
         self._pipeline = data.pipeline
         self._added = frozenset(data.special_tokens)
@@ -608,19 +681,25 @@ class HuggingFaceSentencePiece(CharacterTokenizer):
             return self._list(text, add_special_tokens=True)
         return self._text_list(text)
 
-    def encode_to_numpy(self, text: str, *, add_special_tokens: bool = False) -> np.ndarray:
-        """The ids of ``text`` as a uint32 array."""
+    def encode_to_numpy(self, text: str, *, add_special_tokens: bool = False, dtype=None) -> np.ndarray:
+        """The ids of ``text`` as a numpy array: uint16 when every id fits, else
+        uint32 (or ``dtype``), as ``Tokenizer.encode_to_numpy``."""
         if add_special_tokens:
-            return self._one(text, add_special_tokens=True)
-        return self._text_ids(text)
+            return self._array_of(self._one(text, add_special_tokens=True), dtype)
+        return self._array_of(self._text_ids(text, dtype is None and self._narrow), dtype)
 
-    def encode_batch(self, texts: Sequence[str], *, add_special_tokens: bool = False) -> list[list[int]]:
-        """The ids of each text, as lists, in one kernel call."""
-        return ids_to_lists(*self._encode(texts, add_special_tokens=add_special_tokens), self._ints)
+    def encode_batch(self, texts: Sequence[str], *, add_special_tokens: bool = False,
+                     num_threads: Optional[int] = None) -> list[list[int]]:
+        """The ids of each text, as lists, on ``num_threads`` threads (None: a
+        thread per core), a kernel call for each group of texts."""
+        return self._on_threads(texts, num_threads, lambda group: ids_to_lists(
+            *self._encode(group, add_special_tokens=add_special_tokens), self._ints))
 
-    def encode_batch_to_numpy(self, texts: Sequence[str], *, add_special_tokens: bool = False) -> list[np.ndarray]:
-        """The ids of each text, as uint32 arrays, in one kernel call."""
-        return self._arrays(texts, add_special_tokens=add_special_tokens)
+    def encode_batch_to_numpy(self, texts: Sequence[str], *, add_special_tokens: bool = False,
+                              num_threads: Optional[int] = None, dtype=None) -> list[np.ndarray]:
+        """The ids of each text as arrays (``encode_to_numpy``'s dtype), as ``encode_batch``."""
+        return self._on_threads(texts, num_threads, lambda group: [
+            self._array_of(ids, dtype) for ids in self._arrays(group, add_special_tokens=add_special_tokens)])
 
     def encode_file(self, inputs, output, *, add_special_tokens: bool = False, dtype=None,
                     num_workers: Optional[int] = None, errors: str = "strict", progress: bool = False,

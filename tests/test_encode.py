@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 
 import bpe
+import bpe.workers
 import bpe.encoder
 from bpe import pure
 from bpe._session import Session
@@ -179,7 +180,7 @@ def test_batches_grow_with_the_input_and_keep_texts_whole(monkeypatch):
     # encode_batch's batches are as large as leave each thread eight, within
     # BATCH_CHARS..MAX_BATCH_CHARS; a text is never split, and the lists come
     # back in order however the texts were grouped.
-    from bpe.tokenizer import BATCH_CHARS, MAX_BATCH_CHARS, batch_chars, batches
+    from bpe.workers import BATCH_CHARS, MAX_BATCH_CHARS, batch_chars, batches
 
     assert batch_chars(1000, 2) == BATCH_CHARS
     assert batch_chars(16 * BATCH_CHARS * 3, 2) == 3 * BATCH_CHARS
@@ -193,8 +194,8 @@ def test_batches_grow_with_the_input_and_keep_texts_whole(monkeypatch):
     tok = bpe.load("gpt2")
     expected = [tok.encode(t) for t in texts]
     for smallest in (1, 500, 10 ** 9):         # one text per batch, a few, all in one
-        monkeypatch.setattr(bpe.tokenizer, "BATCH_CHARS", smallest)
-        monkeypatch.setattr(bpe.tokenizer, "MAX_BATCH_CHARS", smallest)
+        monkeypatch.setattr(bpe.workers, "BATCH_CHARS", smallest)
+        monkeypatch.setattr(bpe.workers, "MAX_BATCH_CHARS", smallest)
         assert tok.encode_batch(texts, num_threads=2) == expected
 
 
@@ -231,8 +232,8 @@ def test_encode_batch_refuses_the_first_text_in_order_with_a_disallowed_special(
     texts = [random_corpus(seed, n_words=50) for seed in range(40)]
     texts[17] += "<|fim_prefix|>"
     texts[33] += "<|endoftext|>"
-    monkeypatch.setattr(bpe.tokenizer, "BATCH_CHARS", 500)       # a few texts a batch
-    monkeypatch.setattr(bpe.tokenizer, "MAX_BATCH_CHARS", 500)
+    monkeypatch.setattr(bpe.workers, "BATCH_CHARS", 500)       # a few texts a batch
+    monkeypatch.setattr(bpe.workers, "MAX_BATCH_CHARS", 500)
     for threads in (1, 2):
         with pytest.raises(ValueError, match="'<\\|fim_prefix\\|>'"):
             tok.encode_batch(texts, num_threads=threads, allowed_special=set(), disallowed_special="all")

@@ -69,6 +69,29 @@ def test_pickled_it_encodes_alike_in_another_process(files):
     assert got == [e.ids for e in reference.encode_batch(texts, add_special_tokens=True)]
 
 
+def test_what_tokenizer_offers_works_alike_here(files):
+    tok, reference = files
+    texts = [WORLD[k:k + 900] for k in range(0, 300 * 7, 7)] + ["<s> a", "a</s>", ""]
+    expected = [e.ids for e in reference.encode_batch(texts, add_special_tokens=False)]
+    for threads in (None, 1, 2):
+        assert tok.encode_batch(texts, num_threads=threads) == expected
+        arrays = tok.encode_batch_to_numpy(texts, num_threads=threads)
+        assert [a.tolist() for a in arrays] == expected and {a.dtype for a in arrays} == {np.dtype(np.uint16)}
+    assert tok.encode_to_numpy("<s> a", add_special_tokens=True, dtype=np.uint32).tolist() == \
+        reference.encode("<s> a", add_special_tokens=True).ids
+    ids = reference.encode(WORLD[:300], add_special_tokens=True).ids
+    assert tok.decode_bytes(ids) == reference.decode(ids, skip_special_tokens=False).encode("utf-8")
+    assert list(tok.encode_iterable([WORLD[:50], WORLD[50:120]])) == expected_ids(reference, WORLD[:120])
+    with pytest.raises(TypeError, match="text is bytes, not str"):
+        tok.encode(b"hello")
+    with pytest.raises(TypeError, match=r"texts\[1\] text is bytes, not str"):
+        tok.encode_batch_to_numpy(["a", b"b"])
+
+
+def expected_ids(reference, text):
+    return reference.encode(text, add_special_tokens=False).ids
+
+
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(atoms=st.lists(st.sampled_from(ATOMS + ["<sep>", " <s>", "\u2581\u2581"]), max_size=40),
        text=st.text(st.characters(exclude_categories=("Cs",)), max_size=40))

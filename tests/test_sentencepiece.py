@@ -107,6 +107,33 @@ def test_pickled_it_encodes_alike_in_another_process_and_is_built_once_there(tra
     assert first.encode(WORLD[:300], add_bos=True) == tok.encode(WORLD[:300], add_bos=True)
 
 
+def test_what_tokenizer_offers_works_alike_here(trained):
+    """Code written for ``bpe.Tokenizer`` runs with a SentencePiece model: batches
+    on threads, arrays of the narrowest dtype, ``decode_bytes``,
+    ``encode_iterable``, and a TypeError for what is not a str."""
+    tok, sp = pair(trained["byte_fallback"])
+    texts = [WORLD[k:k + 900] for k in range(0, 300 * 7, 7)] + ADVERSARIAL       # two groups of 2^18 chars
+    expected = [sp.encode(text) for text in texts]
+    for threads in (None, 1, 2):
+        assert tok.encode_batch(texts, num_threads=threads) == expected
+        arrays = tok.encode_batch_to_numpy(texts, num_threads=threads)
+        assert [a.tolist() for a in arrays] == expected and {a.dtype for a in arrays} == {np.dtype(np.uint16)}
+    with pytest.raises(ValueError, match="num_threads must be a positive int or None, got 0"):
+        tok.encode_batch(texts, num_threads=0)
+    assert tok.encode_to_numpy(WORLD[:200]).dtype == np.uint16 == tok.token_dtype()
+    assert tok.encode_to_numpy(WORLD[:200], dtype=np.uint32, add_bos=True).tolist() == sp.encode(WORLD[:200],
+                                                                                                add_bos=True)
+    assert tok.encode_to_numpy(WORLD[:200], dtype=np.uint32).dtype == np.uint32
+    ids = [int(i) for i in np.random.default_rng(3).integers(0, tok.n_vocab, 300)]
+    assert tok.decode_bytes(ids) == sp.decode(ids, out_type=bytes)
+    assert list(tok.encode_iterable(iter([WORLD[:50], WORLD[50:120]]))) == sp.encode(WORLD[:120])
+    for call in (tok.encode, tok.encode_to_numpy, tok.count, tok.encode_ordinary):
+        with pytest.raises(TypeError, match="text is bytes, not str"):
+            call(b"hello")
+    with pytest.raises(TypeError, match=r"texts\[1\] text is NoneType, not str"):
+        tok.encode_batch(["a", None])
+
+
 def test_one_text_in_one_kernel_call_and_the_way_back(trained):
     """``encode`` of one text runs the kernel once on its normalized bytes
     (``ShortCalls.utf8_to_array``); a text past SHORT_CALL_CHARS bytes, or
