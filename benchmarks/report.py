@@ -66,8 +66,10 @@ def load(paths: list[str]) -> tuple[dict, list[dict]]:
         corpus = record["machine_info"].get("corpus")
         if corpus:
             counts[corpus] = counts.get(corpus, 0) + len(record["benchmarks"])
-        machine = machine or {**record["machine_info"], "commit": record["commit_info"].get("id", "?")[:9],
-                              "datetime": record["datetime"][:10]}
+        machine = machine or {**record["machine_info"], "runs": []}
+        run = (record["datetime"][:10], record["commit_info"].get("id", "?")[:9])
+        if run not in machine["runs"]:
+            machine["runs"].append(run)
         found = collections.defaultdict(list)
         for entry in record["benchmarks"]:
             if corpus:
@@ -198,7 +200,9 @@ def group_tables(groups: dict[str, list[dict]]) -> str:
 def machine_line(machine: dict) -> str:
     cpu = machine.get("cpu", {})
     libraries = ", ".join(f"{k} {v}" for k, v in machine.get("libraries", {}).items())
-    return (f"Measured {machine['datetime']} at commit {machine['commit']} on {cpu.get('brand_raw', '?')}, "
+    # Every run the tables draw on: a group measured again later is of a later commit.
+    runs = ", ".join(f"{day} at commit {commit}" for day, commit in sorted(machine["runs"]))
+    return (f"Measured {runs} on {cpu.get('brand_raw', '?')}, "
             f"{cpu.get('count', '?')} cores, Python {machine.get('python_version', '?')}; {libraries}.")
 
 
