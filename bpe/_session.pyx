@@ -117,7 +117,11 @@ cdef class SharedCache:
             raise MemoryError()
 
     def __dealloc__(self):
-        shortcache_free(&self.c)
+        # calloc's block (mem_calloc_huge), not bpe_alloc_huge's: freed, not
+        # kept for a table that is promised 2 MiB boundaries.
+        mem_free(self.c.block)
+        self.c.block = NULL
+        self.c.slots = NULL
         sharedgeneral_free(&self.general)
 
     @property

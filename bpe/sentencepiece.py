@@ -57,10 +57,11 @@ _UNPICKLED_KEPT = 4
 _unpickled_lock = threading.Lock()
 
 
-def _unpickled(cls: type, fingerprint: str, made_from: tuple) -> "CharacterTokenizer":
-    """The tokenizer this process already unpickled with that fingerprint, or
-    one built now from ``made_from`` (its constructor's arguments)."""
-    key = (cls, fingerprint)
+def _unpickled(cls: type, reuse_key: tuple, made_from: tuple) -> "CharacterTokenizer":
+    """The tokenizer this process already unpickled with that key (its
+    fingerprint, and what else it was made from: ``_reuse_key``), or one built
+    now from ``made_from`` (its constructor's arguments)."""
+    key = (cls, reuse_key)
     with _unpickled_lock:
         known = _UNPICKLED.pop(key, None) or cls(*made_from)
         _UNPICKLED[key] = known                          # most recent last
@@ -89,13 +90,14 @@ class CharacterTokenizer:
     _vocabulary: CharacterVocabulary
     _fingerprint: str
     _made_from: tuple                  # the constructor's arguments: what pickling sends
+    _reuse_key: tuple                  # the fingerprint and the rest of _made_from: equal, the same tokenizer
     _narrow: bool                      # every id fits uint16: arrays are uint16 unless asked otherwise
 
     def __reduce__(self):
         # Sent as what it was built from (the parsed file, no kernel state); a
         # process that unpickles the same tokenizer again (a worker given it with
         # every task) gets the one it built the first time, not another 0.2 s.
-        return _unpickled, (type(self), self._fingerprint, self._made_from)
+        return _unpickled, (type(self), self._reuse_key, self._made_from)
 
     def _framing(self, **asked) -> tuple[list[int], list[int]]:
         """The ids before and after each text's, for what the caller asked."""
@@ -319,6 +321,7 @@ class SentencePieceTokenizer(CharacterTokenizer):
             [tuple(piece) for piece in pieces], model.byte_fallback, model.unk_surface, model.normalizer,
             (model.bos_id, model.eos_id))).encode("utf-8", "surrogatepass"))
         self._fingerprint = digest.hexdigest()
+        self._reuse_key = (self._fingerprint, source, model._replace(pieces=()))   # the pieces: in the fingerprint
 
     # -- the kernel's vocabulary ------------------------------------------------
 
@@ -615,6 +618,7 @@ class HuggingFaceSentencePiece(CharacterTokenizer):
                                       rule.merged.tolist(), data.pipeline.identity(), data.decoder)
                                      ).encode("utf-8", "surrogatepass"))
         self._fingerprint = digest.hexdigest()
+        self._reuse_key = (self._fingerprint, source, data.n_vocab, tuple(sorted(data.special_tokens.items())))
 
     def _framing(self, add_special_tokens: bool = False) -> tuple[list[int], list[int]]:
         if not add_special_tokens:

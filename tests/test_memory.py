@@ -421,6 +421,22 @@ def test_a_dropped_short_cache_is_taken_by_the_next_session_emptied(no_idle_huge
     assert _memory.idle_huge_blocks() == 0
 
 
+def test_a_shared_caches_table_is_freed_not_kept(no_idle_huge_blocks):
+    # Its table is calloc's (pages faulted in by whichever thread first writes
+    # them), not on 2 MiB boundaries: never handed out as bpe_alloc_huge's.
+    import gc
+
+    from bpe._session import SharedCache
+
+    shared = SharedCache()
+    assert shared.entries == 0
+    del shared
+    gc.collect()
+    assert _memory.idle_huge_blocks() == 0
+    block = _memory.give_back_huge_blocks([((1 << 20) + 2) * 32])[0]
+    assert block % (2 << 20) == 0
+
+
 def test_idle_huge_blocks_are_few_and_bounded(no_idle_huge_blocks):
     first = _memory.give_back_huge_blocks([8 << 20])
     assert _memory.idle_huge_blocks() == 1
@@ -431,7 +447,10 @@ def test_idle_huge_blocks_are_few_and_bounded(no_idle_huge_blocks):
     assert _memory.idle_huge_blocks() == 4 and _memory.give_back_huge_blocks([16 << 20]) == larger
     _memory.release_free_memory()
     assert _memory.idle_huge_blocks() == 0
-    _memory.give_back_huge_blocks([40 << 20, 40 << 20])                # 64 MiB at most in all
+    largest = ((1 << 20) + 2) * 32                                      # a session's short cache at its largest
+    _memory.give_back_huge_blocks([largest, largest])                  # two of them are kept ...
+    assert _memory.idle_huge_blocks() == 2
+    _memory.give_back_huge_blocks([40 << 20, 40 << 20])                # ... but not 80 MiB
     assert _memory.idle_huge_blocks() == 1
     _memory.give_back_huge_blocks([1 << 20])                           # not a table of huge pages
     _memory.give_back_huge_blocks([80 << 20])                          # larger than all may be

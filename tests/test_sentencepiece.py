@@ -105,6 +105,13 @@ def test_pickled_it_encodes_alike_in_another_process_and_is_built_once_there(tra
     first, again = pickle.loads(data), pickle.loads(data)
     assert first is again and first is not tok
     assert first.encode(WORLD[:300], add_bos=True) == tok.encode(WORLD[:300], add_bos=True)
+    # The same pieces read from another file, or with another pad id: another tokenizer.
+    model = parse(trained["byte_fallback"])
+    for other in (SentencePieceTokenizer(model, "other.model"), SentencePieceTokenizer(model._replace(pad_id=7),
+                                                                                       "crafted")):
+        assert other.fingerprint() == tok.fingerprint()
+        back = pickle.loads(pickle.dumps(other))
+        assert back is not first and (back.source, back.pad_id) == (other.source, other.pad_id)
 
 
 def test_what_tokenizer_offers_works_alike_here(trained):

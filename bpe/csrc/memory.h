@@ -196,11 +196,13 @@ static int bpe_blocks_idle(void) { return 0; }
    huge page faulted in there waits for the host to back it (see
    bpe_block_map): 30-45 ms of system time in each cold pass over 10 MB of
    code, half the pass. At most BPE_IDLE_HUGE blocks and bpe_idle_huge_bytes
-   in all: the last ones given back. */
+   in all: the last ones given back. Only bpe_alloc_huge's blocks come here
+   (a calloc'd one would break its promise of 2 MiB boundaries). */
 #define BPE_IDLE_HUGE 4
 #define BPE_HUGE_PAGE ((size_t)2 << 20)
 typedef struct { void* block; size_t size; unsigned long long kept; } bpe_huge;
-static size_t bpe_idle_huge_bytes = (size_t)64 << 20;   /* two sessions' short caches at their largest */
+/* Two sessions' short caches at their largest: 32 MiB and two slots each. */
+static size_t bpe_idle_huge_bytes = ((size_t)64 << 20) + 4096;
 #if BPE_ID_BLOCKS
 static bpe_huge bpe_idle_huge[BPE_IDLE_HUGE];
 static unsigned long long bpe_huge_kept = 0;    /* blocks kept so far: each one's order */
