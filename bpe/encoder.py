@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import threading
 import weakref
 from typing import ClassVar, Iterator, Mapping, Optional, Sequence
 
@@ -24,6 +23,7 @@ from bpe.flat import flatten
 from bpe.patterns import compile_pattern, native_pattern_id, regex_pretokens
 from bpe.specials import special_spans, split_special
 from bpe.unicode import as_reference
+from bpe.workers import fork_safe_lock
 
 
 #: Texts up to this many characters are encoded into a list in one kernel call
@@ -99,7 +99,7 @@ class Encoder:
             pipeline.simple and pipeline.normalizer.identity) else None
         self._kernel = EncodeKernel(**self._arrays, **self.options.kernel())
         self._native = native_pattern_id(pattern)
-        self._lock = threading.Lock()
+        self._lock = fork_safe_lock(self, "_lock")
         self._idle_sessions: list = []
         self._shared_cache = None     # a SharedCache, made by the first ``sharing_cache``
         self._sharing = 0             # ``sharing_cache`` blocks open

@@ -28,7 +28,7 @@ import itertools
 import math
 import os
 import re
-import threading
+import sys
 from typing import TYPE_CHECKING, Iterable, Iterator, Optional, Sequence
 
 import numpy as np
@@ -43,7 +43,7 @@ from bpe.huggingface.characters import CharacterFile, bytewise, decode_step, spa
 from bpe.formats.sentencepiece import (BYTE, CONTROL, MODEL_TYPES, NORMAL, TYPE_NAMES, UNKNOWN, UNUSED,
                                        USER_DEFINED, SentencePieceFile, read_sentencepiece)
 from bpe.vocabulary import Ranks, ids_dtype
-from bpe.workers import batch_chars, batches, map_on_threads, resolve_workers
+from bpe.workers import batch_chars, batches, fork_safe_lock, map_on_threads, resolve_workers
 
 if TYPE_CHECKING:
     from bpe.view import Token, TokenComparison
@@ -54,7 +54,7 @@ _UINT16 = np.dtype(np.uint16)
 
 _UNPICKLED: dict = {}          # (class, fingerprint) -> tokenizer, the few this process unpickled last
 _UNPICKLED_KEPT = 4
-_unpickled_lock = threading.Lock()
+_unpickled_lock = fork_safe_lock(sys.modules[__name__], "_unpickled_lock")
 
 
 def _unpickled(cls: type, reuse_key: tuple, made_from: tuple) -> "CharacterTokenizer":

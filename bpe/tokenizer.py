@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import sys
 import threading
 from typing import (TYPE_CHECKING, AbstractSet, Collection, Iterable, Iterator, Literal, Mapping, Optional,
                     Sequence, Union)
@@ -32,7 +33,7 @@ from bpe.sentencepiece import HuggingFaceSentencePiece, SentencePieceTokenizer, 
 from bpe.specials import refuse_disallowed, special_policy, special_spans
 from bpe.vocabulary import (Merges, Ranks, Rule, Vocabulary, ids_dtype, merge_pairs, ranks_from_merges,
                             rule_records)
-from bpe.workers import batch_chars, batches, map_on_threads, resolve_workers
+from bpe.workers import batch_chars, batches, fork_safe_lock, map_on_threads, resolve_workers
 
 if TYPE_CHECKING:
     from bpe.view import Token, TokenComparison
@@ -792,7 +793,7 @@ class Tokenizer:
 
 _ENCODERS: dict = {}          # (fingerprint, options) -> Encoder, the few this process unpickled last
 _ENCODERS_KEPT = 4
-_encoders_lock = threading.Lock()
+_encoders_lock = fork_safe_lock(sys.modules[__name__], "_encoders_lock")
 
 
 def _shared_encoder(fingerprint: Optional[str], encoder_state: dict) -> Encoder:

@@ -13,6 +13,7 @@ import collections
 import os
 import sys
 import threading
+import weakref
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Optional, Sequence, TypeVar
 
 if TYPE_CHECKING:
@@ -53,6 +54,31 @@ def batches(texts: Sequence[str], chars: int = BATCH_CHARS) -> list[list[str]]:
     if current:
         batches.append(current)
     return batches
+
+
+#: Objects (a module, an encoder) and the names of their fork-safe locks.
+_LOCK_HOLDERS: "weakref.WeakKeyDictionary[object, set[str]]" = weakref.WeakKeyDictionary()
+
+
+def fork_safe_lock(holder: object, name: str) -> threading.Lock:
+    """A new ``threading.Lock`` as ``holder.name`` (returned), made afresh in each child
+    this process forks: the child has only the thread that forked, so a lock
+    that another thread held at that moment (one in ``clear_cache``, say)
+    would stay held in the child for ever, and its first call would hang."""
+    lock = threading.Lock()
+    setattr(holder, name, lock)
+    _LOCK_HOLDERS.setdefault(holder, set()).add(name)
+    return lock
+
+
+def _renew_locks() -> None:
+    for holder, names in list(_LOCK_HOLDERS.items()):
+        for name in names:
+            setattr(holder, name, threading.Lock())
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_renew_locks)
 
 
 def resolve_workers(num_workers: Optional[int], name: str = "num_workers") -> int:

@@ -1,6 +1,7 @@
 """Encoding: exactly tiktoken's ids, exactly bpe.pure's, and the API around them."""
 import contextlib
 import dataclasses
+import os
 import pickle
 import subprocess
 import sys
@@ -335,6 +336,48 @@ def test_clear_cache_makes_the_next_call_start_cold():
     tok.clear_cache()
     assert cached_after(tok, second) == (fresh_ids, fresh_cached)
     fresh().clear_cache()                                      # before any encoding: nothing to drop
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+def test_a_child_forked_while_another_thread_holds_a_lock_encodes():
+    # The child has only the forking thread: the encoder's lock, held by
+    # another thread at that moment, is made afresh in it (a held copy hung
+    # its first clear_cache); so are the modules' locks.
+    import threading
+    import time
+
+    tok = bpe.load("gpt2")
+    text = random_corpus(4, n_words=2000)
+    expected = tok.encode(text)
+    holding, release = threading.Event(), threading.Event()
+
+    def hold():
+        with tok.encoder._lock, bpe.tokenizer._encoders_lock, bpe.sentencepiece._unpickled_lock:
+            holding.set()
+            release.wait()
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    holding.wait()
+    try:
+        pid = os.fork()
+        if pid == 0:                                   # the child: a verdict, never an exception
+            try:
+                tok.clear_cache()
+                ok = tok.encode(text) == expected and pickle.loads(pickle.dumps(tok)).encode("hi") == [5303]
+            except BaseException:
+                ok = False
+            os._exit(0 if ok else 3)
+        deadline = time.monotonic() + 60
+        while (done := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if done[0] == 0:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+        assert done[0] == pid and os.WEXITSTATUS(done[1]) == 0, "the child hung or encoded wrongly"
+    finally:
+        release.set()
+        thread.join()
 
 
 _regex_twins = {}

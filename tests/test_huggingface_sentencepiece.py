@@ -22,7 +22,8 @@ tokenizers = pytest.importorskip("tokenizers")
 pytest.importorskip("sentencepiece")
 
 from sentencepiece_json import FORMS, SPACE, to_tokenizer_json  # noqa: E402
-from test_sentencepiece import ADVERSARIAL, ATOMS, MISTRAL, SHAKESPEARE, WORLD, train  # noqa: E402
+from test_sentencepiece import (ADVERSARIAL, ATOMS, MISTRAL, SHAKESPEARE, WORLD, ids_in_a_fresh_process,  # noqa: E402
+                                train)
 
 
 def pair(tmp_path, data: bytes, form: str):
@@ -59,13 +60,9 @@ def test_adversarial_texts_match_tokenizers(files):
 
 
 def test_pickled_it_encodes_alike_in_another_process(files):
-    import functools
-    import multiprocessing
-
     tok, reference = files
     texts = ["<s> a", "Hello  world 日本", "\u2581x", WORLD[:200]]
-    with multiprocessing.get_context("spawn").Pool(1) as pool:
-        got = pool.map(functools.partial(tok.encode, add_special_tokens=True), texts)
+    got = ids_in_a_fresh_process(tok, texts, add_special_tokens=True)
     assert got == [e.ids for e in reference.encode_batch(texts, add_special_tokens=True)]
 
 

@@ -90,17 +90,30 @@ def test_adversarial_texts_match_sentencepiece(trained, kind):
     assert tok.encode_batch(ADVERSARIAL) == [sp.encode(text) for text in ADVERSARIAL]
 
 
+def ids_in_a_fresh_process(tok, texts, **asked):
+    """``tok.encode(text, **asked)`` of each text in a new Python process that
+    unpickles ``tok`` (as a spawned worker does), without multiprocessing's
+    helper processes, which would outlive the test."""
+    import pickle
+    import subprocess
+    import sys
+
+    script = ("import pickle, sys; tok, texts, asked = pickle.load(sys.stdin.buffer); "
+              "sys.stdout.buffer.write(pickle.dumps([tok.encode(text, **asked) for text in texts]))")
+    result = subprocess.run([sys.executable, "-c", script], input=pickle.dumps((tok, texts, asked)),
+                            capture_output=True, timeout=300, check=True)
+    return pickle.loads(result.stdout)
+
+
 def test_pickled_it_encodes_alike_in_another_process_and_is_built_once_there(trained):
     """Pickling sends what the tokenizer was built from: a spawned worker (as
     ``multiprocessing`` and data loaders make them) encodes as the sender does,
     and a process that unpickles it again reuses what it built."""
-    import multiprocessing
     import pickle
 
     tok, sp = pair(trained["byte_fallback"])
     texts = ADVERSARIAL[:12] + [WORLD[:300]]
-    with multiprocessing.get_context("spawn").Pool(1) as pool:
-        assert pool.map(tok.encode, texts) == [sp.encode(text) for text in texts]
+    assert ids_in_a_fresh_process(tok, texts) == [sp.encode(text) for text in texts]
     data = pickle.dumps(tok)
     first, again = pickle.loads(data), pickle.loads(data)
     assert first is again and first is not tok
