@@ -28,14 +28,13 @@ import itertools
 import math
 import os
 import re
-import sys
 from typing import TYPE_CHECKING, Iterable, Iterator, Optional, Sequence
 
 import numpy as np
 
 from bpe._decode import DecodeTable
 from bpe._lists import PrebuiltInts, ids_to_list, ids_to_lists
-from bpe.charlevel import SPACE, CharacterVocabulary
+from bpe.charlevel import SPACE, UINT16, CharacterVocabulary
 from bpe.encoder import utf8
 from bpe.flat import flatten
 from bpe.errors import TokenizerFileError
@@ -43,31 +42,23 @@ from bpe.huggingface.characters import CharacterFile, bytewise, decode_step, spa
 from bpe.formats.sentencepiece import (BYTE, CONTROL, MODEL_TYPES, NORMAL, TYPE_NAMES, UNKNOWN, UNUSED,
                                        USER_DEFINED, SentencePieceFile, read_sentencepiece)
 from bpe.vocabulary import Ranks, ids_dtype
-from bpe.workers import batch_chars, batches, fork_safe_lock, map_on_threads, resolve_workers
+from bpe.workers import RecentlyBuilt, batch_chars, batches, map_on_threads, resolve_workers
 
 if TYPE_CHECKING:
     from bpe.view import Token, TokenComparison
 
 _SPACE_UTF8 = SPACE.encode("utf-8")
 _SPACE_RUNS = re.compile(b" {2,}")
-_UINT16 = np.dtype(np.uint16)
 
-_UNPICKLED: dict = {}          # (class, fingerprint) -> tokenizer, the few this process unpickled last
-_UNPICKLED_KEPT = 4
-_unpickled_lock = fork_safe_lock(sys.modules[__name__], "_unpickled_lock")
+#: (class, _reuse_key) -> tokenizer: the few this process unpickled last.
+_UNPICKLED = RecentlyBuilt(4)
 
 
 def _unpickled(cls: type, reuse_key: tuple, made_from: tuple) -> "CharacterTokenizer":
     """The tokenizer this process already unpickled with that key (its
     fingerprint, and what else it was made from: ``_reuse_key``), or one built
     now from ``made_from`` (its constructor's arguments)."""
-    key = (cls, reuse_key)
-    with _unpickled_lock:
-        known = _UNPICKLED.pop(key, None) or cls(*made_from)
-        _UNPICKLED[key] = known                          # most recent last
-        while len(_UNPICKLED) > _UNPICKLED_KEPT:
-            _UNPICKLED.pop(next(iter(_UNPICKLED)))
-        return known
+    return _UNPICKLED.get((cls, reuse_key), lambda: cls(*made_from))
 
 
 def _not_strs(texts) -> Optional[TypeError]:
@@ -169,7 +160,7 @@ class CharacterTokenizer:
     def _array_of(self, ids: np.ndarray, dtype) -> np.ndarray:
         """``ids`` in ``token_dtype(dtype)``: uint16 where every id fits, as ``Tokenizer``'s."""
         if dtype is None:
-            return ids.astype(np.uint16) if self._narrow and ids.dtype is not _UINT16 else ids
+            return ids.astype(np.uint16) if self._narrow and ids.dtype is not UINT16 else ids
         dtype = self.token_dtype(dtype)
         return ids if ids.dtype == dtype else ids.astype(dtype)
 

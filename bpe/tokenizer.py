@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import sys
 import threading
 from typing import (TYPE_CHECKING, AbstractSet, Collection, Iterable, Iterator, Literal, Mapping, Optional,
                     Sequence, Union)
@@ -33,7 +32,7 @@ from bpe.sentencepiece import HuggingFaceSentencePiece, SentencePieceTokenizer, 
 from bpe.specials import refuse_disallowed, special_policy, special_spans
 from bpe.vocabulary import (Merges, Ranks, Rule, Vocabulary, ids_dtype, merge_pairs, ranks_from_merges,
                             rule_records)
-from bpe.workers import batch_chars, batches, fork_safe_lock, map_on_threads, resolve_workers
+from bpe.workers import RecentlyBuilt, batch_chars, batches, map_on_threads, resolve_workers
 
 if TYPE_CHECKING:
     from bpe.view import Token, TokenComparison
@@ -536,13 +535,12 @@ class Tokenizer:
     def decode_batch(self, batch: Sequence[Iterable[int]], *, errors: str = "replace",
                      num_threads: Optional[int] = None) -> list[str]:
         """``decode`` of each sequence of ids."""
-        if num_threads is not None:
-            resolve_workers(num_threads, "num_threads")
-        if (num_threads or 1) == 1 or len(batch) < 2:
+        threads = 1 if num_threads is None else resolve_workers(num_threads, "num_threads")
+        if threads == 1 or len(batch) < 2:
             return [self.decode(ids, errors) for ids in batch]
         from concurrent.futures import ThreadPoolExecutor      # on use: loading never needs it
 
-        with ThreadPoolExecutor(max_workers=num_threads) as pool:
+        with ThreadPoolExecutor(max_workers=threads) as pool:
             return list(pool.map(lambda ids: self.decode(ids, errors), batch))
 
     def decode_with_offsets(self, ids: Sequence[int], errors: str = "strict") -> tuple[str, list[int]]:
@@ -791,9 +789,8 @@ class Tokenizer:
                 f"special_tokens={len(self.special_tokens)}, pattern={self.pattern!r}, rule={rule!r})")
 
 
-_ENCODERS: dict = {}          # (fingerprint, options) -> Encoder, the few this process unpickled last
-_ENCODERS_KEPT = 4
-_encoders_lock = fork_safe_lock(sys.modules[__name__], "_encoders_lock")
+#: (fingerprint, options) -> Encoder: the few this process unpickled last.
+_ENCODERS = RecentlyBuilt(4)
 
 
 def _shared_encoder(fingerprint: Optional[str], encoder_state: dict) -> Encoder:
@@ -806,13 +803,7 @@ def _shared_encoder(fingerprint: Optional[str], encoder_state: dict) -> Encoder:
 
     if fingerprint is None:
         return build()
-    key = (fingerprint, encoder_state.get("options"))
-    with _encoders_lock:
-        known = _ENCODERS.pop(key, None) or build()
-        _ENCODERS[key] = known                          # most recent last
-        while len(_ENCODERS) > _ENCODERS_KEPT:
-            _ENCODERS.pop(next(iter(_ENCODERS)))
-        return known
+    return _ENCODERS.get((fingerprint, encoder_state.get("options")), build)
 
 
 @functools.lru_cache(maxsize=None)

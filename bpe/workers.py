@@ -81,6 +81,28 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_renew_locks)
 
 
+class RecentlyBuilt:
+    """The few objects this process built last, by key (most recent last), for
+    what a worker unpickles: one given the same tokenizer with every task
+    builds it once, not at every task."""
+
+    def __init__(self, kept: int):
+        self.kept = kept
+        self.built: dict = {}
+        self._lock = fork_safe_lock(self, "_lock")
+
+    def get(self, key, build: Callable[[], Result]) -> Result:
+        """The object built for ``key``, or ``build()``'s, kept as the most recent."""
+        with self._lock:
+            known = self.built.pop(key, None)
+            if known is None:
+                known = build()
+            self.built[key] = known
+            while len(self.built) > self.kept:
+                self.built.pop(next(iter(self.built)))
+            return known
+
+
 def resolve_workers(num_workers: Optional[int], name: str = "num_workers") -> int:
     """``num_workers`` checked (``name``: the argument, for the error), or the cores
     this process may run on for None."""

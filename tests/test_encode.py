@@ -352,7 +352,7 @@ def test_a_child_forked_while_another_thread_holds_a_lock_encodes():
     holding, release = threading.Event(), threading.Event()
 
     def hold():
-        with tok.encoder._lock, bpe.tokenizer._encoders_lock, bpe.sentencepiece._unpickled_lock:
+        with tok.encoder._lock, bpe.tokenizer._ENCODERS._lock, bpe.sentencepiece._UNPICKLED._lock:
             holding.set()
             release.wait()
 
