@@ -35,7 +35,7 @@ from bpe.flat import flatten
 from bpe.vocabulary import Ranks, Rule
 
 SPACE = "\u2581"                     # ▁, which stands for a space in pieces
-UINT16 = np.dtype(np.uint16)         # compared by identity: ``==`` with a dtype costs a short call 0.1 µs
+UINT16 = np.dtype(np.uint16)         # compared by identity: ``==`` with a dtype cost a short call ~40 ns
 _SPACE_UTF8 = SPACE.encode("utf-8")
 
 
