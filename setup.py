@@ -29,7 +29,8 @@ extensions = [
               define_macros=[("BPE_DEBUG_BUILD", "1" if DEBUG else "0")],
               # _memory hands numpy an allocator for id arrays (PyDataMem_SetHandler).
               include_dirs=[numpy.get_include()] if name == "_memory" else [])
-    for name in ("_memory", "_types", "_scanner", "_session", "_encode", "_lists", "_decode", "_train", "_rankfile", "_jsonl")
+    for name in ("_memory", "_types", "_scanner", "_session", "_encode", "_lists", "_decode", "_train", "_rankfile",
+                 "_jsonl", "_calls")
 ]
 
 

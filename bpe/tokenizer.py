@@ -11,6 +11,7 @@ from typing import (TYPE_CHECKING, AbstractSet, Collection, Iterable, Iterator, 
 
 import numpy as np
 
+from bpe import _calls
 from bpe._lists import PrebuiltInts, ids_to_list
 from bpe._memory import empty_written_once
 from bpe.encoder import Encoder
@@ -241,30 +242,15 @@ class Tokenizer:
         """The ids of ``text`` (uint32), ``allowed`` special tokens recognised."""
         return self.encoder.encode_strs([text], allowed)[0]
 
-    def encode(self, text: str, *, allowed_special: Union[Literal["all"], AbstractSet[str]] = "all",
-               disallowed_special: Union[Literal["all"], Collection[str]] = (),
-               offsets: bool = False, add_special_tokens: bool = False):
-        """The token ids of ``text``; with ``offsets``, ``(ids, offsets)``: where each
-        token starts in ``text`` (``decode_with_offsets``'s rule).
+    # encode and encode_to_numpy, the calls made once per short text, are
+    # compiled (bpe/_calls.pyx: their docstrings, the default call's fast path);
+    # what they do not take comes here.
+    encode = _calls.encode
+    encode_to_numpy = _calls.encode_to_numpy
 
-        Special tokens in ``allowed_special`` are recognised (longest first); a
-        special token in ``disallowed_special`` found in the text raises
-        ValueError; any other is encoded as ordinary text. With
-        ``add_special_tokens``, a tokenizer read from a Hugging Face file adds
-        what its post-processor adds (Llama 3's ``<|begin_of_text|>``, say).
-
-        >>> import bpe
-        >>> bpe.load("gpt2").encode("Hello world<|endoftext|>")
-        [15496, 995, 50256]
-        >>> bpe.load("gpt2").encode("naïve", offsets=True)
-        ([2616, 38776], [0, 2])
-        """
-        if allowed_special == "all" and not (disallowed_special or offsets or add_special_tokens):
-            short = self._short or self._short_calls()   # a short text, the default policy: one C call
-            if short is not None:
-                ids = short(text)
-                if ids is not None:
-                    return ids
+    def _encode_general(self, text: str, allowed_special, disallowed_special, offsets: bool,
+                        add_special_tokens: bool):
+        """``encode`` for any text and options."""
         ids = self._encode_list(text, self._allowed(allowed_special, disallowed_special, text))
         if add_special_tokens:
             ids = self._post_processed(ids)
@@ -286,15 +272,9 @@ class Tokenizer:
                 return ids
         return self._encode_list(text, [])
 
-    def encode_to_numpy(self, text: str, *, dtype=None, allowed_special="all",
-                        disallowed_special=(), add_special_tokens: bool = False) -> np.ndarray:
-        """The ids as a numpy array: uint16 when every id fits, else uint32 (or ``dtype``)."""
-        if dtype is None and allowed_special == "all" and not (disallowed_special or add_special_tokens):
-            short = self._short or self._short_calls()
-            if short is not None:
-                ids = short.to_array(text, self._narrow)
-                if ids is not None:
-                    return ids
+    def _encode_to_numpy_general(self, text: str, dtype, allowed_special, disallowed_special,
+                                 add_special_tokens: bool) -> np.ndarray:
+        """``encode_to_numpy`` for any text and options."""
         allowed = self._allowed(allowed_special, disallowed_special, text)
         dtype = self.token_dtype(dtype)
         added = add_special_tokens and self._pipeline is not None and (self._pipeline.prefix or self._pipeline.suffix)

@@ -36,8 +36,8 @@ FLOORS = [
                          "formats.sentencepiece", "formats.common"]),
     ("oracle, view", ["pure", "view"]),
     ("rules, tools", ["specials", "patterns", "onig", "files", "flat", "workers", "progress", "errors"]),
-    ("kernels", ["_train", "_rankfile", "_jsonl", "_decode", "_encode", "_caches", "_session", "_lists", "_scanner",
-                 "unicode"]),
+    ("kernels", ["_train", "_rankfile", "_jsonl", "_decode", "_calls", "_encode", "_caches", "_session", "_lists",
+                 "_scanner", "unicode"]),
     ("kernel parts", ["_mergerule", "_shortcache", "_sharedgeneral", "_shortfilter", "_bytestable",
                         "_pairranks", "_pairmap", "_specials", "_utf8", "_checks", "_types", "_memory"]),
 ]

@@ -184,3 +184,29 @@ def test_an_encoder_does_not_keep_the_short_calls_of_tokenizers_gone():
         del short
     gc.collect()
     assert len(encoder._short_calls) == held == 2
+
+
+@pytest.mark.parametrize("method", ["encode", "encode_to_numpy"])
+def test_the_compiled_methods_keep_their_keyword_only_options(pair, method):
+    # bpe/_calls.pyx: compiled, they must still be methods with the signature,
+    # the refusals and the general path of the Python ones.
+    import inspect
+
+    tok, reference, _ = pair
+    signature = inspect.signature(getattr(tok, method))
+    assert list(signature.parameters)[0] == "text"
+    assert all(parameter.kind is inspect.Parameter.KEYWORD_ONLY
+               for parameter in list(signature.parameters.values())[1:])
+    call = getattr(tok, method)
+    with pytest.raises(TypeError):
+        call("hi", set())
+    with pytest.raises(TypeError):
+        call("hi", no_such_option=1)
+    with pytest.raises(ValueError, match="disallowed special token"):
+        call(f"a{SPECIAL}", allowed_special=set(), disallowed_special="all")
+    text = f"x{SPECIAL}y"
+    ordinary = reference.encode(text, disallowed_special=())
+    options = {"allowed_special": set()} if method == "encode" else {"allowed_special": set(), "dtype": np.int64}
+    got = call(text, **options)
+    assert (got if method == "encode" else got.tolist()) == ordinary
+    assert getattr(bpe.Tokenizer, method)(tok, text, allowed_special=set()).__len__() == len(ordinary)
