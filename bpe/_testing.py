@@ -7,12 +7,12 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
-import threading
 from typing import Iterator
 
 from bpe._encode import EVERY_BATCH_GROUPED, NONE_GROUPED
 from bpe.encoder import Encoder, EncoderOptions
 from bpe.tokenizer import Tokenizer
+from bpe.workers import fork_safe_lock
 
 #: The ways a cold batch's new short pre-tokens may be merged.
 MISS_PATHS = {"batched": EVERY_BATCH_GROUPED, "one by one": NONE_GROUPED}
@@ -34,7 +34,7 @@ def tuned(tok: Tokenizer, **changes) -> Tokenizer:
     key = (id(tok), options)
     if key not in _tuned:
         copied = copy.copy(tok)
-        copied._encoder_lock = threading.Lock()
+        fork_safe_lock(copied, "_encoder_lock")
         encoder = tok.encoder
         copied._set_encoder(Encoder(encoder._arrays, encoder.pattern, encoder.special_tokens, encoder.source,
                                     encoder.pipeline, encoder.keep_unmatched, options))

@@ -5,9 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import os
-import threading
-from typing import (TYPE_CHECKING, AbstractSet, Collection, Iterable, Iterator, Literal, Mapping, Optional,
-                    Sequence, Union)
+from typing import TYPE_CHECKING, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
@@ -33,7 +31,8 @@ from bpe.sentencepiece import HuggingFaceSentencePiece, SentencePieceTokenizer, 
 from bpe.specials import refuse_disallowed, special_policy, special_spans
 from bpe.vocabulary import (Merges, Ranks, Rule, Vocabulary, ids_dtype, merge_pairs, ranks_from_merges,
                             rule_records)
-from bpe.workers import RecentlyBuilt, batch_chars, batches, map_on_threads, resolve_workers
+from bpe.workers import (RecentlyBuilt, batch_chars, batches, fork_safe_lock, map_on_threads,
+                         resolve_workers)
 
 if TYPE_CHECKING:
     from bpe.view import Token, TokenComparison
@@ -88,7 +87,7 @@ class Tokenizer:
         self._rule = rule
         self._merges = merges             # the merges as given or read; else made on demand
         self._vocab: Optional[dict[int, bytes]] = None
-        self._encoder_lock = threading.Lock()
+        fork_safe_lock(self, "_encoder_lock")
         self._fingerprint: Optional[str] = None     # fingerprint(), once asked
         self._encoder: Optional[Encoder] = None
         # The encoder's ShortCalls (every special token; none), once it is built.
@@ -562,7 +561,7 @@ class Tokenizer:
         encoder_state = state.pop("_encoder")
         fingerprint = state.pop("_fingerprint", None)
         self.__dict__.update(state)
-        self._encoder_lock = threading.Lock()
+        fork_safe_lock(self, "_encoder_lock")
         self._fingerprint = fingerprint            # the sender's, of the same contents
         self._encoder = None
         self._short = self._short_ordinary = None

@@ -56,8 +56,10 @@ def batches(texts: Sequence[str], chars: int = BATCH_CHARS) -> list[list[str]]:
     return batches
 
 
-#: Objects (a module, an encoder) and the names of their fork-safe locks.
-_LOCK_HOLDERS: "weakref.WeakKeyDictionary[object, set[str]]" = weakref.WeakKeyDictionary()
+#: The objects (a module, an encoder, a tokenizer) with fork-safe locks, by
+#: ``id``: a weak reference to each and the names of its locks. Keyed by id,
+#: not by the object, since a Tokenizer compares by value and has no hash.
+_LOCK_HOLDERS: "dict[int, tuple[weakref.ref, set[str]]]" = {}
 
 
 def fork_safe_lock(holder: object, name: str) -> threading.Lock:
@@ -67,13 +69,22 @@ def fork_safe_lock(holder: object, name: str) -> threading.Lock:
     would stay held in the child for ever, and its first call would hang."""
     lock = threading.Lock()
     setattr(holder, name, lock)
-    _LOCK_HOLDERS.setdefault(holder, set()).add(name)
+    key = id(holder)
+    entry = _LOCK_HOLDERS.get(key)
+    if entry is None or entry[0]() is not holder:
+        def forget(reference, key=key):
+            if _LOCK_HOLDERS.get(key, (None,))[0] is reference:
+                del _LOCK_HOLDERS[key]
+
+        entry = _LOCK_HOLDERS[key] = (weakref.ref(holder, forget), set())
+    entry[1].add(name)
     return lock
 
 
 def _renew_locks() -> None:
-    for holder, names in list(_LOCK_HOLDERS.items()):
-        for name in names:
+    for reference, names in list(_LOCK_HOLDERS.values()):
+        holder = reference()
+        for name in names if holder is not None else ():
             setattr(holder, name, threading.Lock())
 
 

@@ -342,17 +342,21 @@ def test_clear_cache_makes_the_next_call_start_cold():
 def test_a_child_forked_while_another_thread_holds_a_lock_encodes():
     # The child has only the forking thread: the encoder's lock, held by
     # another thread at that moment, is made afresh in it (a held copy hung
-    # its first clear_cache); so are the modules' locks.
+    # its first clear_cache); so are the modules' locks, and the lock a
+    # tokenizer builds its encoder under.
     import threading
     import time
 
     tok = bpe.load("gpt2")
     text = random_corpus(4, n_words=2000)
     expected = tok.encode(text)
+    unbuilt = bpe.tokenizer._load_pretrained.__wrapped__("gpt2")      # its encoder not built yet
+    assert unbuilt._encoder is None
     holding, release = threading.Event(), threading.Event()
 
     def hold():
-        with tok.encoder._lock, bpe.tokenizer._ENCODERS._lock, bpe.sentencepiece._UNPICKLED._lock:
+        with tok.encoder._lock, bpe.tokenizer._ENCODERS._lock, bpe.sentencepiece._UNPICKLED._lock, \
+                unbuilt._encoder_lock:
             holding.set()
             release.wait()
 
@@ -364,7 +368,8 @@ def test_a_child_forked_while_another_thread_holds_a_lock_encodes():
         if pid == 0:                                   # the child: a verdict, never an exception
             try:
                 tok.clear_cache()
-                ok = tok.encode(text) == expected and pickle.loads(pickle.dumps(tok)).encode("hi") == [5303]
+                ok = tok.encode(text) == expected and pickle.loads(pickle.dumps(tok)).encode("hi") == [5303] \
+                    and unbuilt.encode(text) == expected
             except BaseException:
                 ok = False
             os._exit(0 if ok else 3)
@@ -378,6 +383,19 @@ def test_a_child_forked_while_another_thread_holds_a_lock_encodes():
     finally:
         release.set()
         thread.join()
+
+
+def test_the_fork_safe_locks_of_dropped_tokenizers_are_forgotten():
+    import gc
+
+    from bpe.workers import _LOCK_HOLDERS
+
+    before = len(_LOCK_HOLDERS)
+    made = [bpe.tokenizer._load_pretrained.__wrapped__("gpt2") for _ in range(3)]
+    assert len(_LOCK_HOLDERS) == before + 3
+    del made
+    gc.collect()
+    assert len(_LOCK_HOLDERS) == before
 
 
 _regex_twins = {}
