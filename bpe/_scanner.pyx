@@ -104,6 +104,17 @@ cdef bint _every_code_point = False     # whether CLASS and FOLD cover every cod
 _tables = []
 _tables_lock = threading.Lock()
 
+
+def _renew_tables_lock():
+    # A child forked while another thread built the tables would find this
+    # lock held for ever (only the forking thread is copied): made afresh.
+    global _tables_lock
+    _tables_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_renew_tables_lock)
+
 # The block classifier scans use (bpe/csrc/classify.h), or NULL for the byte-by-byte
 # scanner alone. Chosen when the tables are built: BPE_SIMD names a path, else
 # the fastest the CPU runs; ``select_simd`` changes it.

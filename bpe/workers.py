@@ -57,17 +57,18 @@ def batches(texts: Sequence[str], chars: int = BATCH_CHARS) -> list[list[str]]:
 
 
 #: The objects (a module, an encoder, a tokenizer) with fork-safe locks, by
-#: ``id``: a weak reference to each and the names of its locks. Keyed by id,
-#: not by the object, since a Tokenizer compares by value and has no hash.
-_LOCK_HOLDERS: "dict[int, tuple[weakref.ref, set[str]]]" = {}
+#: ``id``: a weak reference to each and its locks' names and kinds. Keyed by
+#: id, not by the object, since a Tokenizer compares by value and has no hash.
+_LOCK_HOLDERS: "dict[int, tuple[weakref.ref, dict[str, Callable]]]" = {}
 
 
-def fork_safe_lock(holder: object, name: str) -> threading.Lock:
-    """A new ``threading.Lock`` as ``holder.name`` (returned), made afresh in each child
-    this process forks: the child has only the thread that forked, so a lock
-    that another thread held at that moment (one in ``clear_cache``, say)
-    would stay held in the child for ever, and its first call would hang."""
-    lock = threading.Lock()
+def fork_safe_lock(holder: object, name: str, kind: Callable = threading.Lock):
+    """A new lock (``kind``: ``threading.Lock``, or ``RLock``) as ``holder.name``
+    (returned), made afresh in each child this process forks: the child has
+    only the thread that forked, so a lock that another thread held at that
+    moment (one in ``clear_cache``, say) would stay held in the child for
+    ever, and its first call would hang."""
+    lock = kind()
     setattr(holder, name, lock)
     key = id(holder)
     entry = _LOCK_HOLDERS.get(key)
@@ -76,16 +77,16 @@ def fork_safe_lock(holder: object, name: str) -> threading.Lock:
             if _LOCK_HOLDERS.get(key, (None,))[0] is reference:
                 del _LOCK_HOLDERS[key]
 
-        entry = _LOCK_HOLDERS[key] = (weakref.ref(holder, forget), set())
-    entry[1].add(name)
+        entry = _LOCK_HOLDERS[key] = (weakref.ref(holder, forget), {})
+    entry[1][name] = kind
     return lock
 
 
 def _renew_locks() -> None:
-    for reference, names in list(_LOCK_HOLDERS.values()):
+    for reference, locks in list(_LOCK_HOLDERS.values()):
         holder = reference()
-        for name in names if holder is not None else ():
-            setattr(holder, name, threading.Lock())
+        for name, kind in locks.items() if holder is not None else ():
+            setattr(holder, name, kind())
 
 
 if hasattr(os, "register_at_fork"):

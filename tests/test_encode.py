@@ -342,10 +342,13 @@ def test_clear_cache_makes_the_next_call_start_cold():
 def test_a_child_forked_while_another_thread_holds_a_lock_encodes():
     # The child has only the forking thread: the encoder's lock, held by
     # another thread at that moment, is made afresh in it (a held copy hung
-    # its first clear_cache); so are the modules' locks, and the lock a
-    # tokenizer builds its encoder under.
+    # its first clear_cache); so are the modules' locks (tiktoken's registry,
+    # the scanner's tables), and the lock a tokenizer builds its encoder under.
     import threading
     import time
+
+    from bpe import _scanner
+    from bpe.tiktoken import registry
 
     tok = bpe.load("gpt2")
     text = random_corpus(4, n_words=2000)
@@ -356,7 +359,7 @@ def test_a_child_forked_while_another_thread_holds_a_lock_encodes():
 
     def hold():
         with tok.encoder._lock, bpe.tokenizer._ENCODERS._lock, bpe.sentencepiece._UNPICKLED._lock, \
-                unbuilt._encoder_lock:
+                unbuilt._encoder_lock, registry._lock, _scanner._tables_lock:
             holding.set()
             release.wait()
 
@@ -369,7 +372,8 @@ def test_a_child_forked_while_another_thread_holds_a_lock_encodes():
             try:
                 tok.clear_cache()
                 ok = tok.encode(text) == expected and pickle.loads(pickle.dumps(tok)).encode("hi") == [5303] \
-                    and unbuilt.encode(text) == expected
+                    and unbuilt.encode(text) == expected \
+                    and all(lock.acquire(timeout=10) for lock in (registry._lock, _scanner._tables_lock))
             except BaseException:
                 ok = False
             os._exit(0 if ok else 3)

@@ -8,13 +8,15 @@ import functools
 import importlib
 import importlib.machinery
 import pkgutil
+import sys
 import threading
 from typing import Any, Callable, Optional, Sequence
 
 from bpe.tiktoken import openai_public
 from bpe.tiktoken.core import TIKTOKEN_VERSION, Encoding
+from bpe.workers import fork_safe_lock
 
-_lock = threading.RLock()
+_lock = fork_safe_lock(sys.modules[__name__], "_lock", threading.RLock)
 #: Each encoding made so far: ``get_encoding`` gives the same object every time.
 ENCODINGS: dict[str, Encoding] = {}
 #: Every known encoding's constructor, found on first use.
