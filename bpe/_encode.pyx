@@ -1322,29 +1322,37 @@ cdef object ids_to_array(const Ids* ids):
     return out
 
 
-#: The longest str ``ShortCalls`` encodes, in characters. It holds the GIL
-#: throughout: for such a text, releasing and taking back the GIL cost more
+#: The longest str ``ShortCalls`` encodes holding the GIL throughout, in
+#: characters: for such a text, releasing and taking back the GIL cost more
 #: than encoding it, and other threads wait no longer than a Python call's
-#: worth. Longer texts take the general path, which lets them run.
-SHORT_CALL_CHARS = 1024
+#: worth. A longer one (a document) lets them run while it is encoded.
+cdef Py_ssize_t SHORT_CHARS = 1024
+SHORT_CALL_CHARS = SHORT_CHARS
 
 
 cdef class ShortCalls:
-    """One tokenizer's calls on short str, prepared once: the native pattern,
-    the special tokens' search structures, a session and the prebuilt ints.
+    """One tokenizer's calls on one str (a short one, or a document), prepared
+    once: the native pattern, the special tokens' search structures, a session
+    and the prebuilt ints.
 
     ``Tokenizer.encode("hi")`` took 1.8 us through the general path, 0.5 us of
     it encoding: leasing a pooled session under a lock, making the special
     tokens' needles, releasing and retaking the GIL twice cost the rest. Here a
     call is one C function call on text already in place.
 
-    Its session serves one call at a time: the GIL is held throughout, but for
-    the first scan of text that is not ASCII (the Unicode tables are read then)
-    and while the list is made (a garbage collection may run a finalizer that
-    encodes). A call that finds it busy returns None, and its caller takes the
-    general path; so does a text longer than ``SHORT_CALL_CHARS``, and every
-    text while ``paused`` (calls then share their caches, which only the
-    general path's sessions do).
+    A document (up to ``longest`` characters) is one such call too: through
+    the general path, a session leased from the encoder's pool, the needles
+    borrowed and the calls between the layers cost 2 us a document, more than
+    encoding 1,000 characters of it. It is encoded without the GIL, as the
+    general path encodes it.
+
+    Its session serves one call at a time. A short text holds the GIL
+    throughout, but for the first scan of text that is not ASCII (the Unicode
+    tables are read then) and while the list is made (a garbage collection may
+    run a finalizer that encodes). A call that finds it busy returns None, and
+    its caller takes the general path; so does a text longer than
+    ``longest``, and every text while ``paused`` (calls then share their
+    caches, which only the general path's sessions do).
     """
     cdef EncodeKernel kernel
     cdef Session session
@@ -1357,10 +1365,11 @@ cdef class ShortCalls:
     cdef PrebuiltInts ints
     cdef bint busy
     cdef public bint paused      # set while the encoder's calls share caches (``Encoder.sharing_cache``)
+    cdef public Py_ssize_t longest   # the longest str taken, in characters (the encoder gives ONE_CALL_CHARS)
     cdef object __weakref__      # the encoder holds its tokenizers' ShortCalls weakly
 
     def __cinit__(self, EncodeKernel kernel not None, int pattern, tuple tokens, ids,
-                  PrebuiltInts ints not None, Session session not None):
+                  PrebuiltInts ints not None, Session session not None, Py_ssize_t longest=SHORT_CHARS):
         if not 0 <= pattern < N_PATTERNS:
             raise ValueError(f"unknown native pattern id {pattern}")
         self.id_array = np.ascontiguousarray(ids, dtype=np.uint32)
@@ -1375,15 +1384,17 @@ cdef class ShortCalls:
         self.pattern = pattern
         self.ints = ints
         self.session = session
+        self.longest = longest
 
     def __dealloc__(self):
         if self.needles_made:
             needles_free(&self.needles)
 
     def clear(self, Session session not None):
-        """Start afresh with ``session``, a new one, its caches empty."""
-        if not self.busy:
-            self.session = session
+        """Start afresh with ``session``, a new one, its caches empty (a call
+        running meanwhile, a document's on another thread, keeps the one it
+        started with until it ends)."""
+        self.session = session
 
     @property
     def cached_pieces(self) -> int:
@@ -1393,9 +1404,9 @@ cdef class ShortCalls:
     def __call__(self, object text, bint refuse_specials=False):
         """The ids of ``text`` (a str) as a list of the prebuilt ints, its special
         tokens recognised; None where the general path must take it: not a str,
-        longer than ``SHORT_CALL_CHARS``, the session busy, or, with
+        longer than ``longest``, the session busy, or, with
         ``refuse_specials``, a special token in it (the general path raises)."""
-        if self.busy or self.paused or not isinstance(text, str) or PyUnicode_GET_LENGTH(text) > SHORT_CALL_CHARS:
+        if self.busy or self.paused or not isinstance(text, str) or PyUnicode_GET_LENGTH(text) > self.longest:
             return None
         session = self.session          # kept alive through the call, whatever ``clear`` does
         cdef Scratch* scratch = (<Session>session).ready()
@@ -1411,7 +1422,7 @@ cdef class ShortCalls:
     def to_array(self, object text, bint narrow, bint refuse_specials=False):
         """``__call__``'s ids as a numpy array: uint16 with ``narrow`` (every id
         must fit), else uint32."""
-        if self.busy or self.paused or not isinstance(text, str) or PyUnicode_GET_LENGTH(text) > SHORT_CALL_CHARS:
+        if self.busy or self.paused or not isinstance(text, str) or PyUnicode_GET_LENGTH(text) > self.longest:
             return None
         session = self.session
         cdef Scratch* scratch = (<Session>session).ready()
@@ -1443,7 +1454,7 @@ cdef class ShortCalls:
         cdef const uint8_t* start = <const uint8_t*>PyBytes_AS_STRING(data)
         cdef int64_t length = PyBytes_GET_SIZE(data)
         cdef offset_t id_offsets[2]
-        if self.busy or self.paused or length > SHORT_CALL_CHARS:
+        if self.busy or self.paused or length > SHORT_CHARS:
             return None
         session = self.session
         cdef Scratch* scratch = (<Session>session).ready()
@@ -1475,8 +1486,15 @@ cdef class ShortCalls:
         cdef Needles* needles = &self.needles
         cdef Needles none
         cdef Py_ssize_t which
+        cdef int status
         str_parts(text, &source, &n_points, &kind)
-        if utf8_of_strs(&scratch.text, 1, &source, &n_points, &kind, &start, &length) < 0:
+        cdef bint document = n_points > SHORT_CHARS     # encoded letting other threads run
+        if document:
+            with nogil:
+                status = utf8_of_strs(&scratch.text, 1, &source, &n_points, &kind, &start, &length)
+        else:
+            status = utf8_of_strs(&scratch.text, 1, &source, &n_points, &kind, &start, &length)
+        if status < 0:
             raise MemoryError()
         check_pattern(self.pattern, start, length)
         if refuse_specials and needles.count > 0:
@@ -1486,7 +1504,13 @@ cdef class ShortCalls:
             none.count = 0                  # none there: the text need not be searched again
             needles = &none
         scratch.out.size = 0
-        if self.kernel._encode_texts(scratch, 1, &start, &length, self.pattern, needles,
-                                     self.needle_ids, id_offsets) < 0:
+        if document:
+            with nogil:
+                status = self.kernel._encode_texts(scratch, 1, &start, &length, self.pattern, needles,
+                                                   self.needle_ids, id_offsets)
+        else:
+            status = self.kernel._encode_texts(scratch, 1, &start, &length, self.pattern, needles,
+                                               self.needle_ids, id_offsets)
+        if status < 0:
             raise MemoryError()
         return True

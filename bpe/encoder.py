@@ -15,7 +15,7 @@ from typing import ClassVar, Iterator, Mapping, Optional, Sequence
 
 import numpy as np
 
-from bpe._encode import EncodeKernel, ShortCalls, check_path_choices
+from bpe._encode import SHORT_CALL_CHARS, EncodeKernel, ShortCalls, check_path_choices
 from bpe._session import SHARED_CACHE_AVAILABLE, SHORT_CACHE_SIZES, Session, SharedCache, check_slots
 from bpe._lists import PrebuiltInts, ids_to_list, ids_to_lists
 from bpe._memory import empty_written_once
@@ -62,12 +62,16 @@ class EncoderOptions:
     #: Whether a merge's token is its rank plus an offset where every merged id
     #: follows its rank; False reads it from the table always.
     merged_ids_by_offset: bool = True
+    #: Whether a tokenizer's ``ShortCalls`` takes documents too (up to
+    #: ``ONE_CALL_CHARS``); False leaves them to the pooled sessions.
+    document_calls: bool = True
 
     def __post_init__(self):
         check_slots(self.short_cache_slots, self.short_cache_max_slots)
         check_path_choices(self.group_after_misses, self.l2_cache_bytes)
-        if type(self.merged_ids_by_offset) is not bool:
-            raise ValueError(f"merged_ids_by_offset must be a bool, not {self.merged_ids_by_offset!r}")
+        for name in ("merged_ids_by_offset", "document_calls"):
+            if type(getattr(self, name)) is not bool:
+                raise ValueError(f"{name} must be a bool, not {getattr(self, name)!r}")
 
     def kernel(self) -> dict:
         """The ``EncodeKernel`` arguments among them (which it checks)."""
@@ -151,7 +155,8 @@ class Encoder:
         if self._native is None or self.pipeline is not None:
             return None
         tokens = sorted(self.special_tokens) if specials else []
-        short = ShortCalls(self._kernel, self._native, *self._needles(tokens), ints, self._new_session())
+        short = ShortCalls(self._kernel, self._native, *self._needles(tokens), ints, self._new_session(),
+                           ONE_CALL_CHARS if self.options.document_calls else SHORT_CALL_CHARS)
         with self._lock:
             short.paused = self._sharing > 0
             self._short_calls.add(short)

@@ -47,8 +47,10 @@ def random_corpus(seed: int, n_words: int = 400, unicode: bool = True,
 
 def small_short_caches(tok, first: int, largest: int, **changes):
     """``tok`` with sessions whose short caches are this small (slots to start
-    with, at most): they grow and start afresh within a short text."""
-    return tuned(tok, **small_sizes(first, largest), **changes)
+    with, at most): they grow and start afresh within a short text. Documents
+    go to the pooled sessions (``encoder._idle_sessions``, which the tests
+    look into) unless ``document_calls=True``."""
+    return tuned(tok, **{"document_calls": False, **small_sizes(first, largest), **changes})
 
 
 def on_miss_path(tok, when: str, **changes):

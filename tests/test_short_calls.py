@@ -1,7 +1,7 @@
-"""One str per call: ``bpe._encode.ShortCalls`` (a short str's ids in one C
-call, for ``encode``, ``encode_ordinary``, ``encode_to_numpy`` and tiktoken's
-``Encoding.encode`` with their default special-token policies) and a
-document's array (``EncodeKernel.encode_str_to_array``). Each test forces its
+"""One str per call: ``bpe._encode.ShortCalls`` (a short str's or a
+document's ids in one C call, for ``encode``, ``encode_ordinary``,
+``encode_to_numpy`` and tiktoken's ``Encoding.encode`` with their default
+special-token policies) and a document's array (``EncodeKernel.encode_str_to_array``). Each test forces its
 path and checks it against the general one and against tiktoken."""
 import gc
 import sys
@@ -16,7 +16,7 @@ import bpe
 import bpe.tiktoken as front_door
 from bpe._encode import SHORT_CALL_CHARS
 
-from conftest import SHAKESPEARE
+from conftest import SHAKESPEARE, on_miss_path, small_short_caches
 from tiktoken_reference import get_encoding
 
 NAMES = ["gpt2", "cl100k_base", "o200k_base"]
@@ -31,12 +31,16 @@ def general(tok, text, **policy):
     return tok.encode(text, allowed_special=set(tok.special_tokens) if not policy else policy["allowed"])
 
 
-@pytest.fixture(scope="module", params=NAMES)
-def pair(request):
-    tok = bpe.load(request.param)
+def pair_of(name):
+    tok = bpe.load(name)
     tok.encode("warm")                              # builds the encoder, and its ShortCalls
     assert tok._short is not None and tok._short_ordinary is not None
-    return tok, get_encoding(request.param), front_door.get_encoding(request.param)
+    return tok, get_encoding(name), front_door.get_encoding(name)
+
+
+@pytest.fixture(scope="module", params=NAMES)
+def pair(request):
+    return pair_of(request.param)
 
 
 @settings(max_examples=300, deadline=None)
@@ -62,12 +66,66 @@ def test_short_calls_equal_the_general_path_and_tiktoken(pair, text):
 
 
 @pytest.mark.parametrize("extra", [-1, 0, 1])
-def test_the_longest_short_text_and_one_past_it(pair, extra):
+@pytest.mark.parametrize("edge", ["short", "longest"])
+def test_the_longest_texts_of_each_kind_and_one_past_them(pair, edge, extra):
+    # Up to SHORT_CALL_CHARS a call holds the GIL; past it, up to ``longest``
+    # (a document), it lets other threads run while it encodes; past that the
+    # general path takes the text.
     tok, reference, _ = pair
-    text = ("ab é 日本 " * SHORT_CALL_CHARS)[:SHORT_CALL_CHARS + extra]
-    assert (tok._short(text) is None) == (extra > 0)
-    assert tok.encode(text) == reference.encode(text) == general(tok, text)
+    size = SHORT_CALL_CHARS if edge == "short" else tok._short.longest
+    text = ("ab é 日本 <|endoftext|> " * size)[:size + extra]
+    expected = reference.encode(text, allowed_special="all")
+    assert (tok._short(text) is None) == (edge == "longest" and extra > 0)
+    assert (tok._short.to_array(text, False) is None) == (edge == "longest" and extra > 0)
+    assert tok.encode(text) == expected == general(tok, text)
+    assert tok.encode_to_numpy(text).tolist() == expected
+    assert tok.encode_ordinary(text) == reference.encode_ordinary(text)
+
+
+@pytest.mark.parametrize("document_calls", [True, False])
+def test_documents_with_small_caches_by_either_path(miss_path, document_calls):
+    # A document whose pre-tokens overflow a small short cache (it grows and
+    # starts afresh within the text): through ShortCalls' own session, or the
+    # pooled sessions' (document_calls False), each way of merging misses.
+    tok, reference, _ = pair_of("gpt2")
+    tok = small_short_caches(on_miss_path(tok, miss_path), 16, 1024, document_calls=document_calls)
+    rng = np.random.default_rng(3)
+    words = ["".join(rng.choice(list("abcdefghijklmnopqrstuvwxyz"), size=int(rng.integers(2, 9))))
+             for _ in range(4000)]
+    text = " " + " ".join(words)
+    assert SHORT_CALL_CHARS < len(text) <= bpe.encoder.ONE_CALL_CHARS
+    tok.clear_cache()
+    assert (tok._short(text) is None) == (not document_calls)
+    assert tok.encode(text) == reference.encode(text) == tok.encode(text)
     assert tok.encode_to_numpy(text).tolist() == reference.encode(text)
+    assert tok.encode_ordinary(text) == reference.encode_ordinary(text)
+
+
+def test_a_document_lets_other_threads_run_and_a_clear_during_it_holds():
+    # A document's call releases the GIL: a call made meanwhile finds the
+    # session busy and takes the general path, and a clear_cache meanwhile
+    # gives the next call a new session while the running one ends on its own.
+    tok, reference, _ = pair_of("cl100k_base")
+    document = open(SHAKESPEARE, encoding="utf-8").read(tok._short.longest)
+    expected = reference.encode(document, allowed_special="all")
+    results, stop = [], threading.Event()
+
+    def documents():
+        while not stop.is_set():
+            results.append(tok.encode_to_numpy(document).tolist() == expected)
+
+    thread = threading.Thread(target=documents)
+    thread.start()
+    try:
+        for i in range(300):
+            assert tok.encode(f"short {i}") == reference.encode(f"short {i}")
+            if i % 50 == 0:
+                tok.clear_cache()
+    finally:
+        stop.set()
+        thread.join()
+    assert results and all(results)
+    assert tok._short(document) == expected
 
 
 def test_what_is_not_a_str_takes_the_general_path(pair):
