@@ -1438,7 +1438,7 @@ cdef class ShortCalls:
     def utf8_to_array(self, bytes data, bint narrow, out_id_t below=0):
         """``to_array`` for ``data``, valid UTF-8 (the caller's to be sure of:
         SentencePiece models' normalized text, made from a str), of at most
-        ``SHORT_CALL_CHARS`` bytes; None where the general path must take it.
+        ``longest`` bytes; None where the general path must take it.
         With ``below`` > 0, an id from ``below`` on makes it uint32 whatever
         ``narrow`` says (ids that stand for others, for the caller to expand)."""
         return self._utf8(data, narrow, below, False)
@@ -1454,7 +1454,8 @@ cdef class ShortCalls:
         cdef const uint8_t* start = <const uint8_t*>PyBytes_AS_STRING(data)
         cdef int64_t length = PyBytes_GET_SIZE(data)
         cdef offset_t id_offsets[2]
-        if self.busy or self.paused or length > SHORT_CHARS:
+        cdef int status
+        if self.busy or self.paused or length > self.longest:
             return None
         session = self.session
         cdef Scratch* scratch = (<Session>session).ready()
@@ -1462,8 +1463,14 @@ cdef class ShortCalls:
         try:
             check_pattern(self.pattern, start, length)
             scratch.out.size = 0
-            if self.kernel._encode_texts(scratch, 1, &start, &length, self.pattern, &self.needles,
-                                         self.needle_ids, id_offsets) < 0:
+            if length > SHORT_CHARS:            # a document: other threads run meanwhile
+                with nogil:
+                    status = self.kernel._encode_texts(scratch, 1, &start, &length, self.pattern, &self.needles,
+                                                       self.needle_ids, id_offsets)
+            else:
+                status = self.kernel._encode_texts(scratch, 1, &start, &length, self.pattern, &self.needles,
+                                                   self.needle_ids, id_offsets)
+            if status < 0:
                 raise MemoryError()
             if below > 0 and not ids_below(scratch.out.data, scratch.out.size, below):
                 return ids_array(&scratch.out, False)

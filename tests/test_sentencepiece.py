@@ -156,16 +156,19 @@ def test_what_tokenizer_offers_works_alike_here(trained):
 
 def test_one_text_in_one_kernel_call_and_the_way_back(trained):
     """``encode`` of one text runs the kernel once on its normalized bytes
-    (``ShortCalls.utf8_to_array``); a text past SHORT_CALL_CHARS bytes, or
-    any while calls share their caches, takes the batch's path instead: the
-    same ids either way."""
+    (``ShortCalls.utf8_to_array``; past SHORT_CALL_CHARS bytes, a document,
+    without the GIL); a text past the ShortCalls' ``longest`` bytes, or any
+    while calls share their caches, takes the batch's path instead: the same
+    ids either way."""
     from bpe._encode import SHORT_CALL_CHARS
 
     tok, sp = pair(trained["byte_fallback"])
-    texts = ADVERSARIAL + ["x " * SHORT_CALL_CHARS, "日本 旦" * SHORT_CALL_CHARS]
     short = tok._vocabulary._short
+    texts = ADVERSARIAL + ["x " * SHORT_CALL_CHARS, "日本 旦" * SHORT_CALL_CHARS, "x " * (short.longest // 2 + 1)]
     assert short is not None and short.utf8_to_array(b" x", False) is not None
-    assert short.utf8_to_array(b"x" * (SHORT_CALL_CHARS + 1), False) is None
+    assert short.utf8_to_array(b"x" * (SHORT_CALL_CHARS + 1), False) is not None
+    assert short.utf8_to_array(b"x" * short.longest, False) is not None
+    assert short.utf8_to_array(b"x" * (short.longest + 1), False) is None
     for text in texts:
         assert tok.encode(text) == sp.encode(text), text
         assert tok.count(text) == len(sp.encode(text))
