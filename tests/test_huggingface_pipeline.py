@@ -140,7 +140,8 @@ def variant(base: dict, changes: dict) -> dict:
 
 
 TEXTS = HARD_TEXTS + ["end.  \n\nNext", "<s>hi</s> <s> x </s>", "a<qqz>b <S>x<s>", "the theme other the", "  <s>  </s>  ",
-                      "Ab ab AB aab", "x" * 7 + "axxbxx", "<qqz> qz> <s>", "日本語ー・゠カナ 123456 .NET\x00\x01a"]
+                      "Ab ab AB aab", "x" * 7 + "axxbxx", "<qqz> qz> <s>", "日本語ー・゠カナ 123456 .NET\x00\x01a",
+                      open(SHAKESPEARE, encoding="utf-8").read(3000) + " <s> 日本語 </s> é\n"]   # a document
 pieces = st.sampled_from(["<s>", "</s>", "<S>", "qz>", "<qqz", " the ", "ab", "AB", " ", "  ", "\n", "\t", "1",
                           "23", ".", ",", "x", "xx", "é", "e\u0301", "ﬁ", "Σ", "日本", "ー", "゠", "\u3099", "\x00"])
 text_strategy = st.lists(st.one_of(pieces, bmp_characters()), max_size=30).map("".join)
@@ -155,6 +156,7 @@ def pair(request, base, tmp_path_factory):
 def check(ours, theirs, text):
     expected = theirs.encode(text, add_special_tokens=False).ids
     assert ours.encode(text) == expected
+    assert ours.encode_to_numpy(text).tolist() == expected
     assert ours.encode(text, add_special_tokens=True) == theirs.encode(text, add_special_tokens=True).ids
     assert ours.decode(expected) == theirs.decode(expected, skip_special_tokens=False)
     assert ours.decode(expected, skip_special_tokens=True) == theirs.decode(expected)
@@ -178,6 +180,14 @@ def test_each_feature_on_any_text(pair, text):
 def test_the_fast_paths_are_taken(base, tmp_path):
     # The variants above would pass through the Python pipeline too: these run the kernel.
     from bpe.huggingface import tokenizer_json
+
+    # One call on the kernel alone (ShortCalls) where no normalizer can change
+    # the text and added tokens are found as special tokens are: not past them.
+    for name, short in (("added plain", True), ("Split llama3", True), ("Template", True), ("NFC", False),
+                        ("added lstrip rstrip", False), ("added both kinds", False)):
+        ours = bpe.load(write_json(tmp_path / f"{name}.json", variant(base, VARIANTS[name])))
+        ours.encode("warm")
+        assert (ours._short is not None) == short, name
 
     path = write_json(tmp_path / "both.json", variant(base, VARIANTS["added both kinds"]))
     pipeline = tokenizer_json.read(path).pipeline
