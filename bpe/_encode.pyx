@@ -1401,18 +1401,28 @@ cdef class ShortCalls:
         """How many pre-tokens its session's caches hold."""
         return self.session.cached_pieces
 
-    def __call__(self, object text, bint refuse_specials=False):
+    def after_fork(self, Session session not None):
+        """In a child this process forked: a call that was running there on
+        another thread (a document's, without the GIL) never ends, and left
+        its session half written; start afresh with ``session``."""
+        if self.busy:
+            self.session = session
+            self.busy = False
+
+    def __call__(self, object text, bint refuse_specials=False, bint ordinary=False):
         """The ids of ``text`` (a str) as a list of the prebuilt ints, its special
-        tokens recognised; None where the general path must take it: not a str,
-        longer than ``longest``, the session busy, or, with
-        ``refuse_specials``, a special token in it (the general path raises)."""
+        tokens recognised (none with ``ordinary``: ``encode_ordinary``'s, in the
+        same session, whose caches hold pre-tokens alone); None where the general
+        path must take it: not a str, longer than ``longest``, the session busy,
+        or, with ``refuse_specials``, a special token in it (the general path
+        raises)."""
         if self.busy or self.paused or not isinstance(text, str) or PyUnicode_GET_LENGTH(text) > self.longest:
             return None
         session = self.session          # kept alive through the call, whatever ``clear`` does
         cdef Scratch* scratch = (<Session>session).ready()
         self.busy = True
         try:
-            if not self._encode(scratch, text, refuse_specials):
+            if not self._encode(scratch, text, refuse_specials, ordinary):
                 return None
             return ids_list(scratch.out.data, scratch.out.size, self.ints)
         finally:
@@ -1428,14 +1438,14 @@ cdef class ShortCalls:
         cdef Scratch* scratch = (<Session>session).ready()
         self.busy = True
         try:
-            if not self._encode(scratch, text, refuse_specials):
+            if not self._encode(scratch, text, refuse_specials, False):
                 return None
             return ids_array(&scratch.out, narrow)
         finally:
             release_output(scratch)
             self.busy = False
 
-    def utf8_to_array(self, bytes data, bint narrow, out_id_t below=0):
+    def utf8_to_array(self, bytes data not None, bint narrow, out_id_t below=0):
         """``to_array`` for ``data``, valid UTF-8 (the caller's to be sure of:
         SentencePiece models' normalized text, made from a str), of at most
         ``longest`` bytes; None where the general path must take it.
@@ -1443,7 +1453,7 @@ cdef class ShortCalls:
         ``narrow`` says (ids that stand for others, for the caller to expand)."""
         return self._utf8(data, narrow, below, False)
 
-    def utf8_to_list(self, bytes data, out_id_t below):
+    def utf8_to_list(self, bytes data not None, out_id_t below):
         """``utf8_to_array``'s ids as a list of the prebuilt ints where each is
         below ``below``, else as a uint32 array (ids that stand for others,
         for the caller to expand); None where the general path must take it."""
@@ -1481,9 +1491,10 @@ cdef class ShortCalls:
             release_output(scratch)
             self.busy = False
 
-    cdef bint _encode(self, Scratch* scratch, object text, bint refuse_specials) except -1:
-        """Encode ``text`` into ``scratch.out``, holding the GIL; False if
-        ``refuse_specials`` and a special token is in it."""
+    cdef bint _encode(self, Scratch* scratch, object text, bint refuse_specials, bint ordinary) except -1:
+        """Encode ``text`` into ``scratch.out`` (a document's without the GIL); False
+        if ``refuse_specials`` and a special token is in it. With ``ordinary``,
+        special tokens are read as text."""
         cdef const void* source
         cdef Py_ssize_t n_points
         cdef int kind
@@ -1504,7 +1515,10 @@ cdef class ShortCalls:
         if status < 0:
             raise MemoryError()
         check_pattern(self.pattern, start, length)
-        if refuse_specials and needles.count > 0:
+        if ordinary:
+            none.count = 0
+            needles = &none
+        elif refuse_specials and needles.count > 0:
             needles_restart(needles)
             if next_special(needles, start, 0, length, &which) >= 0:
                 return False

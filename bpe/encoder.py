@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import weakref
 from typing import ClassVar, Iterator, Mapping, Optional, Sequence
 
@@ -29,6 +30,21 @@ from bpe.workers import fork_safe_lock
 #: Texts up to this many characters are encoded into a list in one kernel call
 #: (``Encoder.encode_to_list``); the list of a longer one is built without the GIL.
 ONE_CALL_CHARS = 1 << 16
+
+#: Every encoder alive, for ``_after_fork``.
+_ENCODERS: "weakref.WeakSet[Encoder]" = weakref.WeakSet()
+
+
+def _after_fork() -> None:
+    # A document's call runs without the GIL (``ShortCalls``): a child forked
+    # meanwhile has its ShortCalls busy for ever, its session half written.
+    for encoder in list(_ENCODERS):
+        for short in list(encoder._short_calls):
+            short.after_fork(encoder._new_session())
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
 
 
 def utf8(text: str) -> bytes:
@@ -113,6 +129,7 @@ class Encoder:
         # Every tokenizer's ShortCalls, to clear and pause: weakly, since the
         # tokenizers unpickled in a process share one encoder and come and go.
         self._short_calls = weakref.WeakSet()
+        _ENCODERS.add(self)
 
     @classmethod
     def from_tokens(cls, ids_by_bytes: Mapping[bytes, int], ranked_ids: Sequence[int],
@@ -147,14 +164,14 @@ class Encoder:
         exactly the two parts its merge joined."""
         return self._kernel.split_ranked(token_data, token_offsets)
 
-    def short_calls(self, ints: PrebuiltInts, specials: bool = True) -> Optional[ShortCalls]:
-        """A ``ShortCalls`` (short str in, a list of ``ints`` out, in one C call)
-        recognising every special token, or none; None where the kernel does not
+    def short_calls(self, ints: PrebuiltInts) -> Optional[ShortCalls]:
+        """A ``ShortCalls`` (a str in, its ids out, in one C call) recognising
+        every special token (or, asked, none); None where the kernel does not
         encode text alone (a custom pattern, a Hugging Face pipeline).
         ``clear_cache`` clears it too."""
         if self._native is None or self.pipeline is not None:
             return None
-        tokens = sorted(self.special_tokens) if specials else []
+        tokens = sorted(self.special_tokens)
         short = ShortCalls(self._kernel, self._native, *self._needles(tokens), ints, self._new_session(),
                            ONE_CALL_CHARS if self.options.document_calls else SHORT_CALL_CHARS)
         with self._lock:

@@ -90,8 +90,8 @@ class Tokenizer:
         fork_safe_lock(self, "_encoder_lock")
         self._fingerprint: Optional[str] = None     # fingerprint(), once asked
         self._encoder: Optional[Encoder] = None
-        # The encoder's ShortCalls (every special token; none), once it is built.
-        self._short = self._short_ordinary = None
+        # The encoder's ShortCalls, once it is built.
+        self._short = None
         #: The file this tokenizer was read from, if any (named in errors about its pattern).
         self.source = source
 
@@ -203,15 +203,13 @@ class Tokenizer:
         self._ints = PrebuiltInts(limit, far=far)   # set first: readers test _encoder alone
         self._narrow = self.n_vocab <= 2**16           # before _short, which its readers test
         self._short = encoder.short_calls(self._ints)
-        self._short_ordinary = encoder.short_calls(self._ints, specials=False)
         self._encoder = encoder
 
-    def _short_calls(self, ordinary: bool = False):
-        """The encoder's ``ShortCalls`` (every special token recognised, or with
-        ``ordinary`` none), the encoder built first; None where the kernel does
-        not encode text alone."""
+    def _short_calls(self):
+        """The encoder's ``ShortCalls``, the encoder built first; None where the
+        kernel does not encode text alone."""
         self.encoder
-        return self._short_ordinary if ordinary else self._short
+        return self._short
 
     def _to_list(self, ids: np.ndarray) -> list[int]:
         self.encoder
@@ -264,9 +262,9 @@ class Tokenizer:
 
     def encode_ordinary(self, text: str) -> list[int]:
         """The ids of ``text`` with special-token strings read as ordinary text."""
-        short = self._short_ordinary or self._short_calls(ordinary=True)
+        short = self._short or self._short_calls()
         if short is not None:
-            ids = short(text)
+            ids = short(text, False, True)
             if ids is not None:
                 return ids
         return self._encode_list(text, [])
@@ -451,7 +449,9 @@ class Tokenizer:
         """Forget the pre-tokens encoded so far, releasing their memory (a few
         of the tables are kept for the next caches to be made in: docs/usage.md).
         Encoding keeps a cache of them per session, across calls: up to 2^19
-        short pre-tokens and 2^18 longer ones in each of the sessions pooled for
+        short pre-tokens and 2^18 longer ones in the session of the calls on one
+        str (``encode``, ``encode_ordinary``, ``encode_to_numpy``: its
+        ``ShortCalls``) and in each of the sessions pooled for batches and
         concurrent calls (``bpe.encoder``). The next call starts cold, as on a
         fresh tokenizer: what a benchmark should time, since a text encoded
         twice is all cache hits the second time."""
@@ -552,7 +552,7 @@ class Tokenizer:
         state["_vocab"] = None                                  # a view, made again on demand
         state.pop("_every_special", None)
         state.pop("_ints", None)
-        for name in ("_short", "_short_ordinary", "_narrow"):
+        for name in ("_short", "_narrow"):
             state.pop(name, None)
         del state["_encoder_lock"]
         return state
@@ -564,7 +564,7 @@ class Tokenizer:
         fork_safe_lock(self, "_encoder_lock")
         self._fingerprint = fingerprint            # the sender's, of the same contents
         self._encoder = None
-        self._short = self._short_ordinary = None
+        self._short = None
         if encoder_state is not None:
             self._set_encoder(_shared_encoder(fingerprint, encoder_state))
 

@@ -4,6 +4,7 @@ document's ids in one C call, for ``encode``, ``encode_ordinary``,
 special-token policies) and a document's array (``EncodeKernel.encode_str_to_array``). Each test forces its
 path and checks it against the general one and against tiktoken."""
 import gc
+import os
 import sys
 import threading
 
@@ -34,7 +35,7 @@ def general(tok, text, **policy):
 def pair_of(name):
     tok = bpe.load(name)
     tok.encode("warm")                              # builds the encoder, and its ShortCalls
-    assert tok._short is not None and tok._short_ordinary is not None
+    assert tok._short is not None
     return tok, get_encoding(name), front_door.get_encoding(name)
 
 
@@ -50,7 +51,7 @@ def test_short_calls_equal_the_general_path_and_tiktoken(pair, text):
     expected = reference.encode(text, allowed_special="all")
     assert tok._short(text) == expected == general(tok, text)
     assert tok.encode(text) == expected
-    assert tok.encode_ordinary(text) == reference.encode_ordinary(text) == tok._short_ordinary(text)
+    assert tok.encode_ordinary(text) == reference.encode_ordinary(text) == tok._short(text, False, True)
     array = tok.encode_to_numpy(text)
     assert array.dtype == tok.token_dtype() and array.tolist() == expected
     if SPECIAL in text:
@@ -203,11 +204,49 @@ def test_clear_cache_empties_the_short_calls_session():
     assert tok.encode("a short text, cached by its session") == ids
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+def test_a_child_forked_during_a_document_s_call_takes_its_short_calls_afresh():
+    # A document's call runs without the GIL: a child forked meanwhile copies
+    # its ShortCalls busy, with no thread there to end the call. The child
+    # starts them afresh (a new session), or every call it makes would take
+    # the general path for good.
+    import time
+
+    tok, reference, _ = pair_of("gpt2")
+    document = open(SHAKESPEARE, encoding="utf-8").read(tok._short.longest)
+    stop = threading.Event()
+
+    def documents():
+        while not stop.is_set():
+            tok.encode(document)
+
+    thread = threading.Thread(target=documents)
+    thread.start()
+    verdicts = []
+    try:
+        for _ in range(10):
+            time.sleep(0.002)
+            pid = os.fork()
+            if pid == 0:                                   # the child: a verdict, never an exception
+                try:
+                    ok = tok._short("hi") == [5303] and tok._short(document) == reference.encode(document) \
+                        and tok.encode_ordinary(f"hi{SPECIAL}") == reference.encode_ordinary(f"hi{SPECIAL}")
+                except BaseException:
+                    ok = False
+                os._exit(0 if ok else 3)
+            _, status = os.waitpid(pid, 0)
+            verdicts.append(os.WEXITSTATUS(status))
+    finally:
+        stop.set()
+        thread.join()
+    assert verdicts == [0] * 10
+
+
 def test_patterns_and_pipelines_the_kernel_cannot_run_alone_have_no_short_calls():
     gpt2 = bpe.load("gpt2")
     custom = bpe.Tokenizer(gpt2.vocab, gpt2.merges, gpt2.special_tokens, pattern=r"\w+|\W")
     assert custom.encode("hello world") == gpt2.encode("hello") + gpt2.encode(" ") + gpt2.encode("world")
-    assert custom._short is None and custom._short_ordinary is None
+    assert custom._short is None
 
 
 @pytest.mark.parametrize("one_call_chars", [0, 3000])
@@ -241,7 +280,7 @@ def test_an_encoder_does_not_keep_the_short_calls_of_tokenizers_gone():
         assert short("made and dropped") == tok.encode("made and dropped")
         del short
     gc.collect()
-    assert len(encoder._short_calls) == held == 2
+    assert len(encoder._short_calls) == held == 1
 
 
 @pytest.mark.parametrize("method", ["encode", "encode_to_numpy"])
