@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import os
 import weakref
 from typing import ClassVar, Iterator, Mapping, Optional, Sequence
 
@@ -24,27 +23,12 @@ from bpe.flat import flatten
 from bpe.patterns import compile_pattern, native_pattern_id, regex_pretokens
 from bpe.specials import special_spans, split_special
 from bpe.unicode import as_reference
-from bpe.workers import fork_safe_lock
+from bpe.workers import fork_safe_lock, in_forked_child
 
 
 #: Texts up to this many characters are encoded into a list in one kernel call
 #: (``Encoder.encode_to_list``); the list of a longer one is built without the GIL.
 ONE_CALL_CHARS = 1 << 16
-
-#: Every encoder alive, for ``_after_fork``.
-_ENCODERS: "weakref.WeakSet[Encoder]" = weakref.WeakSet()
-
-
-def _after_fork() -> None:
-    # A document's call runs without the GIL (``ShortCalls``): a child forked
-    # meanwhile has its ShortCalls busy for ever, its session half written.
-    for encoder in list(_ENCODERS):
-        for short in list(encoder._short_calls):
-            short.after_fork(encoder._new_session())
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork)
 
 
 def utf8(text: str) -> bytes:
@@ -129,7 +113,7 @@ class Encoder:
         # Every tokenizer's ShortCalls, to clear and pause: weakly, since the
         # tokenizers unpickled in a process share one encoder and come and go.
         self._short_calls = weakref.WeakSet()
-        _ENCODERS.add(self)
+        in_forked_child(self, "short calls", Encoder._restart_busy_short_calls)
 
     @classmethod
     def from_tokens(cls, ids_by_bytes: Mapping[bytes, int], ranked_ids: Sequence[int],
@@ -178,6 +162,13 @@ class Encoder:
             short.paused = self._sharing > 0
             self._short_calls.add(short)
         return short
+
+    def _restart_busy_short_calls(self) -> None:
+        # In a forked child: a document's call runs without the GIL, and one
+        # running on another thread at the fork left its ShortCalls busy for
+        # ever there, its session half written.
+        for short in list(self._short_calls):
+            short.after_fork(self._new_session())
 
     def _new_session(self) -> Session:
         return Session(self.options.short_cache_slots, self.options.short_cache_max_slots)

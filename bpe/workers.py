@@ -14,7 +14,7 @@ import os
 import sys
 import threading
 import weakref
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Optional, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional, Sequence, TypeVar
 
 if TYPE_CHECKING:
     import multiprocessing.context
@@ -56,41 +56,49 @@ def batches(texts: Sequence[str], chars: int = BATCH_CHARS) -> list[list[str]]:
     return batches
 
 
-#: The objects (a module, an encoder, a tokenizer) with fork-safe locks, by
-#: ``id``: a weak reference to each and its locks' names and kinds. Keyed by
-#: id, not by the object, since a Tokenizer compares by value and has no hash.
-_LOCK_HOLDERS: "dict[int, tuple[weakref.ref, dict[str, Callable]]]" = {}
+#: What a forked child renews, by holder (a module, an encoder, a tokenizer)
+#: ``id``: a weak reference to the holder and, by name, what renews part of it.
+#: Keyed by id, not by the holder, since a Tokenizer compares by value and has
+#: no hash.
+_IN_CHILD: "dict[int, tuple[weakref.ref, dict[str, Callable[[Any], None]]]]" = {}
+
+
+def in_forked_child(holder: object, name: str, renew: Callable[[Any], None]) -> None:
+    """Run ``renew(holder)`` in each child this process forks while ``holder``
+    lives (one ``renew`` per ``name``, in the order first named). The child
+    has only the thread that forked: what another thread held or was halfway
+    through at that moment (a lock, a call's session) would stay so for ever."""
+    key = id(holder)
+    entry = _IN_CHILD.get(key)
+    if entry is None or entry[0]() is not holder:
+        def forget(reference, key=key):
+            if _IN_CHILD.get(key, (None,))[0] is reference:
+                del _IN_CHILD[key]
+
+        entry = _IN_CHILD[key] = (weakref.ref(holder, forget), {})
+    entry[1][name] = renew
 
 
 def fork_safe_lock(holder: object, name: str, kind: Callable = threading.Lock):
     """A new lock (``kind``: ``threading.Lock``, or ``RLock``) as ``holder.name``
-    (returned), made afresh in each child this process forks: the child has
-    only the thread that forked, so a lock that another thread held at that
-    moment (one in ``clear_cache``, say) would stay held in the child for
-    ever, and its first call would hang."""
+    (returned), made afresh in each child this process forks: a lock that
+    another thread held at that moment (one in ``clear_cache``, say) would stay
+    held in the child for ever, and its first call would hang."""
     lock = kind()
     setattr(holder, name, lock)
-    key = id(holder)
-    entry = _LOCK_HOLDERS.get(key)
-    if entry is None or entry[0]() is not holder:
-        def forget(reference, key=key):
-            if _LOCK_HOLDERS.get(key, (None,))[0] is reference:
-                del _LOCK_HOLDERS[key]
-
-        entry = _LOCK_HOLDERS[key] = (weakref.ref(holder, forget), {})
-    entry[1][name] = kind
+    in_forked_child(holder, name, lambda renewed: setattr(renewed, name, kind()))
     return lock
 
 
-def _renew_locks() -> None:
-    for reference, locks in list(_LOCK_HOLDERS.values()):
+def _renew_in_child() -> None:
+    for reference, renewals in list(_IN_CHILD.values()):
         holder = reference()
-        for name, kind in locks.items() if holder is not None else ():
-            setattr(holder, name, kind())
+        for renew in renewals.values() if holder is not None else ():
+            renew(holder)
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_renew_locks)
+    os.register_at_fork(after_in_child=_renew_in_child)
 
 
 class RecentlyBuilt:

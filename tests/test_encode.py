@@ -394,14 +394,14 @@ def test_a_child_forked_while_another_thread_holds_a_lock_encodes():
 def test_the_fork_safe_locks_of_dropped_tokenizers_are_forgotten():
     import gc
 
-    from bpe.workers import _LOCK_HOLDERS
+    from bpe.workers import _IN_CHILD
 
     made = [bpe.tokenizer._load_pretrained.__wrapped__("gpt2") for _ in range(3)]
     keys = [id(tok) for tok in made]
-    assert all(_LOCK_HOLDERS[key][0]() is tok for key, tok in zip(keys, made))
+    assert all(_IN_CHILD[key][0]() is tok for key, tok in zip(keys, made))
     del made
     gc.collect()
-    assert all(key not in _LOCK_HOLDERS or _LOCK_HOLDERS[key][0]() is not None for key in keys)
+    assert all(key not in _IN_CHILD or _IN_CHILD[key][0]() is not None for key in keys)
 
 
 _regex_twins = {}
