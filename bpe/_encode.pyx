@@ -1463,8 +1463,6 @@ cdef class ShortCalls:
         """``utf8_to_array``, or with ``as_list`` ``utf8_to_list``."""
         cdef const uint8_t* start = <const uint8_t*>PyBytes_AS_STRING(data)
         cdef int64_t length = PyBytes_GET_SIZE(data)
-        cdef offset_t id_offsets[2]
-        cdef int status
         if self.busy or self.paused or length > self.longest:
             return None
         session = self.session
@@ -1472,16 +1470,7 @@ cdef class ShortCalls:
         self.busy = True
         try:
             check_pattern(self.pattern, start, length)
-            scratch.out.size = 0
-            if length > SHORT_CHARS:            # a document: other threads run meanwhile
-                with nogil:
-                    status = self.kernel._encode_texts(scratch, 1, &start, &length, self.pattern, &self.needles,
-                                                       self.needle_ids, id_offsets)
-            else:
-                status = self.kernel._encode_texts(scratch, 1, &start, &length, self.pattern, &self.needles,
-                                                   self.needle_ids, id_offsets)
-            if status < 0:
-                raise MemoryError()
+            self._run(scratch, start, length, &self.needles, length > SHORT_CHARS)
             if below > 0 and not ids_below(scratch.out.data, scratch.out.size, below):
                 return ids_array(&scratch.out, False)
             if as_list:
@@ -1500,7 +1489,6 @@ cdef class ShortCalls:
         cdef int kind
         cdef const uint8_t* start
         cdef int64_t length
-        cdef offset_t id_offsets[2]
         cdef Needles* needles = &self.needles
         cdef Needles none
         cdef Py_ssize_t which
@@ -1524,6 +1512,16 @@ cdef class ShortCalls:
                 return False
             none.count = 0                  # none there: the text need not be searched again
             needles = &none
+        self._run(scratch, start, length, needles, document)
+        return True
+
+    cdef int _run(self, Scratch* scratch, const uint8_t* start, int64_t length, Needles* needles,
+                  bint document) except -1:
+        """The kernel on one text's UTF-8 into ``scratch.out``: a document's
+        without the GIL (other threads run meanwhile), a short one's holding it
+        (releasing and taking it back would cost more than the encoding)."""
+        cdef offset_t id_offsets[2]
+        cdef int status
         scratch.out.size = 0
         if document:
             with nogil:
@@ -1534,4 +1532,4 @@ cdef class ShortCalls:
                                                self.needle_ids, id_offsets)
         if status < 0:
             raise MemoryError()
-        return True
+        return 0
