@@ -19,7 +19,7 @@ Scratch state lives in a ``Session`` (``bpe/_session.pyx``) that serves one
 call at a time, so one EncodeKernel is safely shared by threads that encode
 at the same time.
 
-Why one room of 1,200 lines: the path every pre-token takes (a batch scanned,
+Why one room of 1,500 lines: the path every pre-token takes (a batch scanned,
 keyed, looked up; what missed merged and remembered) runs in the batch loops
 here, which must see the kernel's tables and the session's ``Scratch``
 inline. What stands apart does: the pre-token caches (``bpe/_caches.pxd``),

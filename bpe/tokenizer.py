@@ -1,5 +1,10 @@
 """The Tokenizer: a vocabulary (``bpe.vocabulary``), the rule that merges it, special
-tokens and a pattern; and ``load``, which reads one by name or from a file."""
+tokens and a pattern; and ``load``, which reads one by name or from a file.
+
+Why one room of 850 lines: it is the public face users call, one class whose
+methods each hand their work down in a few lines (to ``bpe.encoder``, the
+``bpe.formats`` readers and writers, ``bpe.corpus``, ``bpe/_calls.pyx`` for the
+calls on one str); split, the face would be spread over several rooms."""
 from __future__ import annotations
 
 import functools
