@@ -265,6 +265,31 @@ cdef inline bint is_new(const Tables* t, Scratch* s, const BatchKey* batch_key, 
     return True
 
 
+cdef inline bint is_new_long(const Tables* t, Scratch* s, const uint8_t* piece, int64_t n) noexcept nogil:
+    """Whether a pre-token of more than SHORT_KEY_BYTES bytes, up to
+    CACHE_MAX_PIECE_BYTES, is in neither general cache and is no token: what
+    ``encode_piece`` would merge."""
+    cdef uint64_t h = bytestable_hash(&s.cache, piece, n)
+    cdef int64_t count
+    if slot_entry(s.cache.slots[bytestable_slot(&s.cache, piece, n, h)]) >= 0:
+        return False
+    if s.general_shared != NULL and sharedgeneral_find(s.general_shared, piece, n, h, &count) != NULL:
+        return False
+    return slot_entry(t.tokens.slots[bytestable_slot(&t.tokens, piece, n, hash_bytes(piece, n))]) < 0
+
+
+cdef inline int cache_merged_long(Scratch* s, const uint8_t* piece, int64_t n, const Merging* w) noexcept nogil:
+    """Cache the ids ``w`` merged a pre-token of more than SHORT_KEY_BYTES bytes
+    into, as ``encode_piece`` would have, unless a copy of it merged side by
+    side was cached first. -1 when out of memory."""
+    cdef uint64_t h = bytestable_hash(&s.cache, piece, n)
+    if slot_entry(s.cache.slots[bytestable_slot(&s.cache, piece, n, h)]) >= 0:
+        return 0
+    if cache_general(s, piece, n, h, <const out_id_t*>w.token, w.m, True) < 0:
+        return -1
+    return 0
+
+
 cdef inline int cache_merged(Scratch* s, const uint8_t* piece, int64_t n, const BatchKey* batch_key,
                              const Merging* w) noexcept nogil:
     """Cache the ids ``w`` merged ``piece`` into, unless a copy of it merged

@@ -37,11 +37,13 @@ import numpy as np
 
 from bpe._bytestable cimport (FNV_OFFSET, FNV_PRIME, bytestable_add, bytestable_free, bytestable_init_sized,
                               bytestable_slot, hash_bytes, slot_entry)
-from bpe._caches cimport OUT_SLACK, PIECE_ANY, Tables, cache_merged, encode_missed, encode_piece, is_new, short_token
+from bpe._caches cimport (CACHE_MAX_PIECE_BYTES, OUT_SLACK, PIECE_ANY, Tables, cache_merged, cache_merged_long,
+                          encode_missed, encode_piece, is_new, is_new_long, short_token)
 from bpe._checks cimport check_ids, check_offsets
 from bpe._lists cimport PrebuiltInts, ids_below, ids_list, lists_of_ids
-from bpe._mergerule cimport (Ids, LongMerge, Merging, ids_init, ids_reserve, longmerge_free, longmerge_init,
-                             merge_piece, merging_start, merging_step, mergerule_free)
+from bpe._mergerule cimport (SHORT_PIECE, Ids, LongMerge, Merging, holds_multibyte, ids_init, ids_reserve,
+                             longmerge_free, longmerge_init, longmerge_reserve, merge_piece, merging_start,
+                             merging_start_whole, merging_step, mergerule_free, starts_whole, whole_char_parts)
 from bpe._memory cimport empty_written_once, mem_alloc, mem_free, next_capacity, prefetch, short_ids
 from bpe._pairranks cimport pairranks_add, pairranks_bytes, pairranks_fill_bytes, pairranks_init, pairranks_prefetch
 from bpe._session cimport (SCAN_BATCH, Bytes, Scratch, Session, bytes_reserve, release_output, scratch_leave_shared,
@@ -56,6 +58,7 @@ from bpe._shortfilter cimport shortfilter_add, shortfilter_free, shortfilter_ini
 from bpe._specials cimport Needles, needles_borrow, needles_free, needles_point_at, needles_restart, next_special
 from bpe._types cimport offset_t, out_id_t, pack_pair, pair_left, pair_right, pair_t, token_t
 from bpe._utf8 cimport utf8_bound, write_utf8
+from bpe._wholechars cimport WholeChars, wholechars_init
 
 cdef extern from "csrc/portable.h":
     long detected_l2_cache_bytes "bpe_l2_cache_bytes" () noexcept nogil
@@ -403,6 +406,9 @@ cdef class EncodeKernel:
         Whether a merge's token is found by adding an offset to its rank where
         every merged id follows its rank (``rule_merged``), else always read
         from the table.
+    whole_chars : bool
+        Whether a merge may start from a character's token where its bytes
+        merge alone (``bpe/_wholechars.pxd``), else always from bytes.
 
     alone : uint8 array of 0x110000 / 8, optional
         For the metaspace pattern: the code points (a bit each, as
@@ -428,12 +434,13 @@ cdef class EncodeKernel:
         const uint8_t* alone
         const uint8_t* joined
         const uint8_t* pair_cuts    # ``metaspace_pair_cuts``' table, for windows of ASCII
+        object token_arrays         # what the whole characters' tables are built from, kept alive
 
     def __cinit__(self, const token_t[::1] byte_ids, const uint8_t[::1] token_data,
                   const offset_t[::1] token_offsets, const token_t[::1] token_ids,
                   const token_t[::1] ranked_ids, const token_t[:, ::1] merge_pairs=None,
                   bint whole_tokens=True, group_after_misses=None, l2_cache_bytes=None,
-                  bint merged_ids_by_offset=True, alone=None, joined=None):
+                  bint merged_ids_by_offset=True, alone=None, joined=None, bint whole_chars=True):
         cdef Py_ssize_t n_tokens = token_ids.shape[0]
         cdef Py_ssize_t t, k
         cdef int64_t start
@@ -506,6 +513,7 @@ cdef class EncodeKernel:
                 if pairranks_add(&self.t.rule.pairs, merge_pairs[k, 0], merge_pairs[k, 1], <int32_t>k) < 0:
                     raise MemoryError()
             pairranks_fill_bytes(&self.t.rule.pairs, self.t.rule.byte_ids)
+            self._start_whole_chars(token_data, token_offsets, token_ids, id_limit, whole_chars)
             self._add_whole_tokens(token_data, token_offsets, token_ids,
                                    None if whole_tokens else self._merged_to_themselves(token_data, token_offsets,
                                                                                          token_ids))
@@ -523,6 +531,7 @@ cdef class EncodeKernel:
                                          token_data.shape[0] - start) < 0:
                     raise MemoryError()
             pairranks_fill_bytes(&self.t.rule.pairs, self.t.rule.byte_ids)
+            self._start_whole_chars(token_data, token_offsets, token_ids, id_limit, whole_chars)
             if not whole_tokens:
                 # SentencePiece's rule: a pre-token is merged even when it is a
                 # token. The tables the splits were found in are made again
@@ -553,6 +562,19 @@ cdef class EncodeKernel:
             self.group_after_misses = GROUP_AFTER_MISSES
         else:
             self.group_after_misses = NEVER_GROUPED
+
+    cdef _start_whole_chars(self, const uint8_t[::1] token_data, const offset_t[::1] token_offsets,
+                            const token_t[::1] token_ids, int64_t id_limit, bint whole_chars):
+        """Let merges start from characters that merge alone (``bpe/_wholechars.pxd``:
+        its tables are built when a merge first meets such a character, from
+        the pair table, complete by now, and these arrays)."""
+        self.t.rule.chars = <WholeChars*>mem_alloc(sizeof(WholeChars))
+        if self.t.rule.chars == NULL:
+            raise MemoryError()
+        self.token_arrays = (token_data, token_offsets, token_ids)
+        wholechars_init(self.t.rule.chars, &token_data[0] if token_data.shape[0] > 0 else NULL,
+                        &token_offsets[0], &token_ids[0] if token_ids.shape[0] > 0 else NULL,
+                        token_ids.shape[0], self.t.rule.byte_ids, id_limit, whole_chars)
 
     cdef _add_whole_tokens(self, const uint8_t[::1] token_data, const offset_t[::1] token_offsets,
                            const token_t[::1] token_ids, object keep):
@@ -722,6 +744,25 @@ cdef class EncodeKernel:
         its options force either path (``group_after_misses``), for tests to know."""
         return self.group_after_misses != NEVER_GROUPED
 
+    def merges_alone(self, bytes char):
+        """The token a merge starts the character ``char`` (its UTF-8 bytes) as,
+        between neighbours of several bytes (``bpe/_wholechars.pxd``), or None
+        where it starts from its bytes: for tests to know the path is taken."""
+        cdef token_t parts[4]
+        cdef uint32_t ranks[4]
+        cdef const uint8_t* data = <const uint8_t*><const char*>char
+        try:
+            one = len(char.decode("utf-8")) == 1 and len(char) <= 3
+        except UnicodeDecodeError:
+            one = False
+        if not one:
+            raise ValueError(f"not one character of 1 to 3 bytes: {char!r}")
+        if len(char) == 1 or not starts_whole(&self.t.rule):
+            return None
+        if whole_char_parts(&self.t.rule, data, len(char), self.t.rule.n_ranks, parts, ranks) != 1:
+            return None
+        return parts[0]
+
     @property
     def merged_ids(self):
         """How a merge's token is found: "offset" (its rank plus one offset: the
@@ -793,9 +834,11 @@ cdef class EncodeKernel:
     cdef int _merge_fresh(self, Scratch* s, const uint8_t* data, const Py_ssize_t* ends,
                           const BatchKey* keys, const Py_ssize_t* fresh, Py_ssize_t n_fresh) noexcept nogil:
         """Cache the ids of the batch's pre-tokens ``fresh`` (keys of short ones
-        in neither session cache when they were found): a token's from the
-        short tokens, the others' merged MERGE_GROUP at a time, side by side.
-        -1 when out of memory.
+        in neither session cache when they were found, and of long ones that
+        hold characters of several bytes): a token's from the short tokens,
+        the others' merged MERGE_GROUP at a time, side by side (a long one's
+        from its whole characters, where they make few enough parts). -1
+        when out of memory.
 
         Why: a cold call spends most of its time merging new pre-tokens, and a
         merge mostly waits for the pair table (megabytes: L3, or memory) to
@@ -823,7 +866,10 @@ cdef class EncodeKernel:
                     j += 1
                     continue
                 k = member[g]
-                if cache_merged(s, data + ends[k - 1], ends[k] - ends[k - 1], &keys[k], &group[g]) < 0:
+                if ends[k] - ends[k - 1] > SHORT_KEY_BYTES:
+                    if cache_merged_long(s, data + ends[k - 1], ends[k] - ends[k - 1], &group[g]) < 0:
+                        return -1
+                elif cache_merged(s, data + ends[k - 1], ends[k] - ends[k - 1], &keys[k], &group[g]) < 0:
                     return -1
                 k = self._start_next(s, data, ends, keys, fresh, n_fresh, &taken, &group[g])
                 if k >= 0:                       # its first merge comes in the next round
@@ -839,8 +885,9 @@ cdef class EncodeKernel:
         """``_encode_batch`` for a cold batch, its new pre-tokens merged side by side.
 
         The pass copies each hit's ids, as ``_encode_batch`` does, and notes
-        each miss and where its ids go; the new short ones are merged side by
-        side (``_merge_fresh``); then every miss is encoded as
+        each miss and where its ids go; the new short ones, and the long ones
+        holding characters of several bytes, are merged side by side
+        (``_merge_fresh``); then every miss is encoded as
         ``_encode_batch`` would (``encode_missed``, mostly a hit by now) into
         ``s.held``, and the hits' ids after each miss are moved up to make
         its room. Why one pass: a pass that only found the misses, then the
@@ -854,7 +901,7 @@ cdef class EncodeKernel:
         cdef Py_ssize_t miss_key[COLD_BATCH + FILL_SLACK]   # each miss's key
         cdef int64_t miss_at[COLD_BATCH + FILL_SLACK]       # where its ids go, among the hits'
         cdef int64_t miss_end[COLD_BATCH + FILL_SLACK]      # where its ids end in s.held
-        cdef Py_ssize_t k, i, n_fresh = 0, n_miss = 0, missed = 0
+        cdef Py_ssize_t k, i, n_fresh = 0, n_new = 0, n_miss = 0, missed = 0
         cdef int64_t n, size, end, hits_end, length, miss_bytes = 0
         cdef int status = 0
         cdef ShortEntry* entry
@@ -872,6 +919,13 @@ cdef class EncodeKernel:
             n_miss += 1
             miss_bytes += n
             if is_new(&self.t, s, &keys[k], n):
+                fresh[n_fresh] = k
+                n_fresh += 1
+                n_new += 1
+            elif SHORT_KEY_BYTES < n <= CACHE_MAX_PIECE_BYTES and holds_multibyte(data + ends[k - 1], n):
+                # Merged side by side too, if new (``_start_next``): a long one
+                # of several characters' bytes, whose whole characters make
+                # few parts. (In ASCII, finding it new cost more than it saved.)
                 fresh[n_fresh] = k
                 n_fresh += 1
         s.out.size = size
@@ -911,21 +965,40 @@ cdef class EncodeKernel:
             hits_end = miss_at[i]
             i -= 1
         s.out.size = size + s.held.size
-        return n_fresh + missed
+        return n_new + missed
 
     cdef inline Py_ssize_t _start_next(self, Scratch* s, const uint8_t* data, const Py_ssize_t* ends,
                                        const BatchKey* keys, const Py_ssize_t* fresh, Py_ssize_t n_fresh,
                                        Py_ssize_t* taken, Merging* w) noexcept nogil:
         """Start ``w`` merging the next of ``fresh[taken[0]:]`` that needs it, and
         return its key; -1 when none is left. Those cached meanwhile (twice in
-        the batch) are passed over, tokens cached from the short tokens."""
+        the batch) are passed over, tokens cached from the short tokens; long
+        ones that are cached or tokens, or too many parts for ``w``, are left
+        to ``encode_missed``."""
         cdef Py_ssize_t k
+        cdef int64_t n, parts
+        cdef const uint8_t* piece
         cdef ShortKey key
         cdef ShortEntry* entry
         cdef ShortEntry* token
         while taken[0] < n_fresh:
             k = fresh[taken[0]]
             taken[0] += 1
+            piece, n = data + ends[k - 1], ends[k] - ends[k - 1]
+            if n > SHORT_KEY_BYTES:
+                # A long one: side by side too where it has few enough parts
+                # (by whole characters); else ``encode_missed`` merges it.
+                if not is_new_long(&self.t, s, piece, n):
+                    continue
+                if n <= SHORT_PIECE:
+                    merging_start(&self.t.rule, w, piece, n, self.t.rule.n_ranks)
+                    return k
+                if longmerge_reserve(&s.long_merge, n) < 0:
+                    continue
+                parts = merging_start_whole(&self.t.rule, w, &s.long_merge, piece, n, self.t.rule.n_ranks)
+                if 0 < parts <= SHORT_PIECE:
+                    return k
+                continue
             batch_key_hashed(&key, &keys[k])
             entry = shortcache_slot(&s.short, &key)
             if shortcache_holds(entry, &key):
@@ -934,7 +1007,7 @@ cdef class EncodeKernel:
             if token != NULL:
                 shortcache_insert(&s.short, entry, &key, token.ids, 1)
                 continue
-            merging_start(&self.t.rule, w, data + ends[k - 1], ends[k] - ends[k - 1])
+            merging_start(&self.t.rule, w, piece, n, self.t.rule.n_ranks)
             return k
         return -1
 
