@@ -513,7 +513,6 @@ cdef class EncodeKernel:
                 if pairranks_add(&self.t.rule.pairs, merge_pairs[k, 0], merge_pairs[k, 1], <int32_t>k) < 0:
                     raise MemoryError()
             pairranks_fill_bytes(&self.t.rule.pairs, self.t.rule.byte_ids)
-            self._start_whole_chars(token_data, token_offsets, token_ids, id_limit, whole_chars)
             self._add_whole_tokens(token_data, token_offsets, token_ids,
                                    None if whole_tokens else self._merged_to_themselves(token_data, token_offsets,
                                                                                          token_ids))
@@ -531,7 +530,6 @@ cdef class EncodeKernel:
                                          token_data.shape[0] - start) < 0:
                     raise MemoryError()
             pairranks_fill_bytes(&self.t.rule.pairs, self.t.rule.byte_ids)
-            self._start_whole_chars(token_data, token_offsets, token_ids, id_limit, whole_chars)
             if not whole_tokens:
                 # SentencePiece's rule: a pre-token is merged even when it is a
                 # token. The tables the splits were found in are made again
@@ -543,6 +541,9 @@ cdef class EncodeKernel:
                 if bytestable_init_sized(&self.t.tokens, n_tokens, token_data.shape[0]) < 0:
                     raise MemoryError()
                 self._add_whole_tokens(token_data, token_offsets, token_ids, kept)
+        # Only now: the merges above (``_merged_to_themselves``) would build
+        # the whole characters' tables while loading.
+        self._start_whole_chars(token_data, token_offsets, token_ids, id_limit, whole_chars)
         # Merging a cold batch's new pre-tokens side by side (``_merge_fresh``)
         # lets one's pair lookups wait while the others merge, and costs a
         # mispredicted branch or two a step: the step before was another

@@ -29,10 +29,11 @@
 # starts a merge from those tokens where the neighbours allow.
 #
 # The tables are built the first time a merge meets a character of two or
-# more bytes (an English-only user never pays for them), by one thread while
-# the others merge bytes as before; a character's entry is filled by the
-# first thread that needs it, every thread writing the same word. Without
-# atomics (``CAN_SHARE`` 0), or with a wide pair table, there are none.
+# more bytes after the kernel is made (an English-only user never pays for
+# them), by one thread while the others merge bytes as before; a
+# character's entry is filled by the first thread that needs it, every
+# thread writing the same word. Without atomics (``CAN_SHARE`` 0), or with a
+# wide pair table, there are none.
 from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memset
 
@@ -40,11 +41,15 @@ from bpe._memory cimport CAN_SHARE, load_acquire, mem_alloc, mem_calloc, mem_fre
 from bpe._pairranks cimport EMPTY_SLOT, FIELD_BITS, PairRanks
 from bpe._types cimport offset_t, token_t
 
+cdef extern from "csrc/portable.h":
+    uint64_t process_id "bpe_process_id" () noexcept nogil     # a forked child's differs
+
 cdef enum:
     CHARS_UNBUILT = 0                   # ``chars_ready`` builds them
-    CHARS_BUILDING = 1                  # another thread is building them
+    CHARS_BUILDING = 1                  # a thread of the process in the state's high bits is building them
     CHARS_READY = 2
     CHARS_NONE = 3                      # never (no atomics, a wide pair table, out of memory)
+    CHARS_STATE_BITS = 8
     CHAR_POINTS = 0x10000               # code points with an entry: the Basic Multilingual Plane
     # A character's entry: 0 not known yet, CHAR_ALONE_NOT that it does not
     # merge alone, else (its R << 32) | (its token + 2).
@@ -57,7 +62,7 @@ cdef enum:
 
 
 cdef struct WholeChars:
-    uint64_t state                      # CHARS_*, read with acquire
+    uint64_t state                      # CHARS_* (with the builder's pid), read with acquire
     int32_t* after_continued            # [id]: the lowest rank of a pair (X, id), X ending in a continuation byte
     int32_t* before_lead                # [id]: the lowest rank of a pair (id, Y), Y starting with 0xC0 or more
     uint64_t* char_entry                # [code point]: see CHAR_ALONE_NOT
@@ -148,13 +153,21 @@ cdef inline int _build(WholeChars* c, const PairRanks* pairs) noexcept nogil:
 
 cdef inline bint chars_ready(WholeChars* c, const PairRanks* pairs) noexcept nogil:
     """Whether the tables are there to read; the first caller builds them,
-    and callers meanwhile are told no."""
+    and callers meanwhile are told no. A process forked while its parent
+    built them finds them being built by a thread it does not have: its
+    first caller builds them anew."""
     cdef uint64_t seen
     cdef uint64_t state = load_acquire(&c.state)
+    cdef uint64_t building
     if state == CHARS_READY:
         return True
-    if state != CHARS_UNBUILT or not swap_if(&c.state, CHARS_UNBUILT, CHARS_BUILDING, &seen):
+    if state == CHARS_NONE:
         return False
+    building = (process_id() << CHARS_STATE_BITS) | CHARS_BUILDING
+    if state == building or not swap_if(&c.state, state, building, &seen):
+        return False
+    if (state & ((1 << CHARS_STATE_BITS) - 1)) == CHARS_BUILDING:
+        wholechars_free(c)                  # what the parent's build had made when it forked
     if _build(c, pairs) < 0:
         wholechars_free(c)
         store_release(&c.state, CHARS_NONE)

@@ -10,6 +10,11 @@ Each is checked against tiktoken (ranked vocabularies), a merge of bytes
 written out here (listed merges), and the kernel with the path turned off,
 through every path a pre-token's merge may take: short, long, longer than a
 short merge holds even by characters, merged side by side or one by one."""
+import dataclasses
+import os
+import threading
+import time
+
 import hypothesis.strategies as st
 import numpy as np
 import pytest
@@ -18,6 +23,8 @@ from hypothesis import HealthCheck, given, settings
 import bpe
 from bpe import pure
 from bpe._testing import MISS_PATHS, encoder_defaults
+from bpe.encoder import Encoder
+from bpe.flat import flatten
 from bpe.tokenizer import Tokenizer
 
 tiktoken = pytest.importorskip("tiktoken")
@@ -144,9 +151,11 @@ def test_ranked_tokens_split_by_the_ranks_before_them_from_whole_characters(rank
         assert parts[k].tolist()[:len(expected)] == expected[:2]
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data(), merges=listed_merges())
-def test_listed_merges_encode_as_merging_bytes_from_whole_characters(miss_path, data, merges):
+def test_merges_given_to_a_tokenizer_encode_from_whole_characters(miss_path, data, merges):
+    # ``Tokenizer(vocab, merges)``: each merge ranks the token it makes, and
+    # any two parts that join into a ranked token merge (``bpe.pure``'s rule).
     vocab = {b: bytes([b]) for b in range(256)}
     for left, right in merges:
         if left + right not in vocab.values():
@@ -156,16 +165,53 @@ def test_listed_merges_encode_as_merging_bytes_from_whole_characters(miss_path, 
         from_bytes = Tokenizer(vocab, merges, pattern=PATTERN)
         assert not from_bytes.encoder.options.whole_chars               # built here, so
     ids = {token: i for i, token in vocab.items()}
+    ranks = {}
+    for k, (left, right) in enumerate(merges):
+        ranks.setdefault(left + right, k)
     for _ in range(3):
         text = data.draw(texts())
         got = ours.encode(text)
         assert got == from_bytes.encode(text)
-        # A pre-token that is itself a token may map straight to it; else the rule's merge.
         assert ours.decode_bytes(got) == text.encode()
         for chunk in set(text.split(" ")):
             piece = chunk.encode()
             if piece and piece not in ids:
-                assert ours.encode(chunk) == [ids[p] for p in merged_by_pairs(piece, merges)]
+                assert ours.encode(chunk) == [ids[p] for p in pure.encode_piece(piece, ranks)]
+
+
+def listed_kernel(ids: dict[bytes, int], merges, whole_tokens: bool, whole_chars: bool) -> Encoder:
+    """An encoder of Hugging Face's rule: only the listed pairs merge."""
+    tokens = sorted(ids.items(), key=lambda item: item[1])
+    data, offsets = flatten([token for token, _ in tokens])
+    arrays = {"byte_ids": np.array([ids[bytes([b])] for b in range(256)], dtype=np.int32),
+              "token_data": data, "token_offsets": offsets,
+              "token_ids": np.array([i for _, i in tokens], dtype=np.int32),
+              "ranked_ids": np.array([ids[a + b] for a, b in merges], dtype=np.int32),
+              "merge_pairs": np.array([(ids[a], ids[b]) for a, b in merges], dtype=np.int32).reshape(-1, 2),
+              "whole_tokens": np.array(whole_tokens)}
+    options = dataclasses.replace(Encoder.default_options, whole_chars=whole_chars)
+    return Encoder(arrays, PATTERN, {}, options=options)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), merges=listed_merges(), whole_tokens=st.booleans(), shuffled=st.booleans())
+def test_listed_merges_encode_as_merging_bytes_from_whole_characters(miss_path, data, merges, whole_tokens,
+                                                                      shuffled):
+    made = sorted({token for pair in merges for token in pair} | {a + b for a, b in merges}, key=len)
+    byte_ids = data.draw(st.permutations(range(256))) if shuffled else list(range(256))
+    ids = {bytes([b]): byte_ids[b] for b in range(256)}
+    for token in made:
+        ids.setdefault(token, len(ids))
+    ours = listed_kernel(ids, merges, whole_tokens, True)
+    from_bytes = listed_kernel(ids, merges, whole_tokens, False)
+    for _ in range(5):
+        piece = data.draw(st.lists(st.sampled_from(FRAGMENTS), min_size=1, max_size=60).map(b"".join))
+        expected = ([ids[piece]] if whole_tokens and piece in ids
+                    else [ids[p] for p in merged_by_pairs(piece, merges)])
+        assert ours.encode_piece(piece).tolist() == expected
+        assert from_bytes.encode_piece(piece).tolist() == expected
+    text = data.draw(texts())
+    assert ours.encode_to_array(text, (), False).tolist() == from_bytes.encode_to_array(text, (), False).tolist()
 
 
 def vocabulary_of(extra: dict[bytes, int]) -> dict[bytes, int]:
@@ -237,3 +283,28 @@ def test_merges_alone_refuses_what_is_not_one_character():
     for bad in (b"ab", b"\xe4\xb8", "😀".encode()):
         with pytest.raises(ValueError, match="not one character"):
             kernel.merges_alone(bad)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+def test_a_child_forked_while_the_tables_are_built_builds_them_itself():
+    # The build runs on one thread; a child forked meanwhile has no such
+    # thread, and would merge from bytes for good.
+    loaded = bpe.load("o200k_base").encoder
+    expected = {char: loaded._kernel.merges_alone(char.encode()) for char in "中的是"}
+    assert all(expected.values())
+    without = 0
+    for trial in range(16):
+        encoder = Encoder(loaded._arrays, loaded.pattern, {}, options=loaded.options)
+        kernel = encoder._kernel
+        # A text long enough for the kernel to let go of the GIL while it encodes.
+        builder = threading.Thread(target=encoder.encode_to_array, args=("中国人" * 2000, (), False))
+        builder.start()
+        time.sleep(0.001 * (trial % 8))
+        pid = os.fork()
+        if pid == 0:
+            got = {char: kernel.merges_alone(char.encode()) for char in "中的是"}
+            os._exit(0 if got == expected else 3)
+        builder.join()
+        _, status = os.waitpid(pid, 0)
+        without += os.waitstatus_to_exitcode(status) == 3
+    assert without == 0

@@ -8,7 +8,7 @@
  * the check says no and the scanners take SSE2, which x86-64 always has. The
  * atomics (atomics.h) and the OS's memory calls (memory.h) have
  * their own guards, with plain fallbacks. Also the size of a core's L2
- * cache, where the C library tells it.
+ * cache, where the C library tells it, and the process's id.
  */
 #ifndef BPE_PORTABLE_H
 #define BPE_PORTABLE_H
@@ -38,6 +38,11 @@ static inline int bpe_clz64(uint64_t x) { return __builtin_clzll(x); }
 
 #if !defined(_WIN32)
 #include <unistd.h>
+/* This process's id: a forked child's differs from its parent's. */
+static inline uint64_t bpe_process_id(void) { return (uint64_t)getpid(); }
+#else
+#include <process.h>
+static inline uint64_t bpe_process_id(void) { return (uint64_t)_getpid(); }
 #endif
 /* The bytes of one core's L2 cache, or 0 where the C library does not say
    (glibc reads it from the CPU; other libraries may lack the name). */
