@@ -3,9 +3,8 @@
 #
 # Why: a cold document of Chinese, Japanese or Korean is mostly new
 # pre-tokens, long runs of three-byte characters, and two of every three
-# merges only put a character's own bytes back together (most of the time
-# cold text took). Starting such a run from one part per character skips
-# them.
+# merges only put a character's own bytes back together. Starting such a run
+# from one part per character skips them.
 #
 # When it gives the same ids. Say a character c's bytes, merged alone by the
 # rule, end as one token T, the highest rank used on the way being R. Its
@@ -23,7 +22,7 @@
 # * every other merge is the one the rule picks with c already whole: the
 #   pairs c's token makes with its neighbours rank above R, so above the pair
 #   picked (which ranked at or below c's next own pair);
-# and the merge ends where it would. ``chars_token`` keeps, for each code
+# and the merge ends where it would. ``char_entry`` keeps, for each code
 # point of the Basic Multilingual Plane met so far, whether its character
 # merges alone (with its T and R); ``whole_char_parts`` (bpe/_mergerule.pxd)
 # starts a merge from those tokens where the neighbours allow.
