@@ -174,7 +174,7 @@ cdef inline int64_t whole_char_parts(const MergeRule* r, const uint8_t* piece, i
     (``bpe/_wholechars.pxd``): its token. Characters of four bytes (rare,
     and past the table) stay bytes."""
     cdef WholeChars* c = r.chars
-    cdef int64_t i = 0, m = 0, k = 1, j
+    cdef int64_t i = 0, m = 0, k = 1
     cdef uint32_t point
     cdef uint64_t entry
     cdef uint8_t byte
