@@ -17,7 +17,7 @@ from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
 from bpe._bytestable cimport (BytesTable, bytestable_add_hashed, bytestable_clear, bytestable_hash,
-                              bytestable_slot, hash_bytes, slot_entry)
+                              bytestable_slot, hash_bytes, hash_by_words, slot_entry)
 from bpe._memory cimport prefetch
 from bpe._mergerule cimport MergeRule, Merging, ids_reserve, merge_piece
 from bpe._session cimport Scratch
@@ -27,7 +27,7 @@ from bpe._shortcache cimport (INLINE_IDS, SHORT_KEY_BYTES, BatchKey, ShortCache,
                               shortcache_insert, shortcache_insert_run, shortcache_insert_spilled,
                               shortcache_mark_spilled, shortcache_run, shortcache_slot, shortcache_spilled,
                               shortcache_spilled_era, write_run)
-from bpe._shortfilter cimport ShortFilter, shortfilter_may_hold
+from bpe._tokenfilter cimport TokenFilter, tokenfilter_may_hold
 from bpe._types cimport out_id_t
 
 cdef enum:
@@ -46,7 +46,10 @@ cdef struct Tables:
     MergeRule rule                  # what merging a pre-token reads (``bpe/_mergerule.pxd``)
     BytesTable tokens               # a pre-token that is itself a token -> its id
     ShortCache short_tokens         # the tokens of 2 to SHORT_KEY_BYTES bytes: a miss's first probe
-    ShortFilter short_token_filter  # ... unless this says it is surely none of them
+    TokenFilter short_token_filter  # ... unless this says it is surely none of them
+    TokenFilter long_token_filter   # whether a longer pre-token may be a token, by its hash in a session's
+                                    # general cache (``hash_by_words``): most are none, and the token
+                                    # table wants a hash of its own and a probe out of L2
 
 
 cdef inline int encode_piece(const Tables* t, Scratch* s, const uint8_t* piece, int64_t n,
@@ -92,7 +95,7 @@ cdef inline int encode_piece(const Tables* t, Scratch* s, const uint8_t* piece, 
                 return -1 if count < 0 else 0
     before = s.out.size
     entry = -1
-    if source == PIECE_ANY:
+    if source == PIECE_ANY and (n <= SHORT_KEY_BYTES or not cached or may_be_long_token(t, h)):
         entry = slot_entry(t.tokens.slots[bytestable_slot(&t.tokens, piece, n, hash_bytes(piece, n))])
     if entry >= 0:
         s.out.data[s.out.size] = <out_id_t>t.tokens.values[entry]
@@ -188,7 +191,7 @@ cdef inline ShortEntry* short_token(const Tables* t, const ShortKey* key) noexce
     """The short tokens' entry holding ``key``, or NULL when it is no token:
     the filter answers most that are not without a probe of the table."""
     cdef ShortEntry* token
-    if not shortfilter_may_hold(&t.short_token_filter, key.hash):
+    if not tokenfilter_may_hold(&t.short_token_filter, key.hash):
         return NULL
     token = shortcache_slot(&t.short_tokens, key)
     return token if shortcache_holds(token, key) else NULL
@@ -260,7 +263,7 @@ cdef inline bint is_new(const Tables* t, Scratch* s, const BatchKey* batch_key, 
     batch_key_hashed(&key, batch_key)
     if shortcache_holds(shortcache_slot(&s.short, &key), &key):
         return False
-    if shortfilter_may_hold(&t.short_token_filter, key.hash):
+    if tokenfilter_may_hold(&t.short_token_filter, key.hash):
         prefetch(shortcache_home(&t.short_tokens, key.hash))
     return True
 
@@ -275,7 +278,14 @@ cdef inline bint is_new_long(const Tables* t, Scratch* s, const uint8_t* piece, 
         return False
     if s.general_shared != NULL and sharedgeneral_find(s.general_shared, piece, n, h, &count) != NULL:
         return False
-    return slot_entry(t.tokens.slots[bytestable_slot(&t.tokens, piece, n, hash_bytes(piece, n))]) < 0
+    return (not may_be_long_token(t, h)
+            or slot_entry(t.tokens.slots[bytestable_slot(&t.tokens, piece, n, hash_bytes(piece, n))]) < 0)
+
+
+cdef inline bint may_be_long_token(const Tables* t, uint64_t h) noexcept nogil:
+    """False when a pre-token of more than SHORT_KEY_BYTES bytes, ``h`` its hash
+    in a session's general cache (by words), is surely no token."""
+    return tokenfilter_may_hold(&t.long_token_filter, h)
 
 
 cdef inline int cache_merged_long(Scratch* s, const uint8_t* piece, int64_t n, const Merging* w) noexcept nogil:

@@ -36,7 +36,7 @@ from libc.string cimport memcpy, memmove
 import numpy as np
 
 from bpe._bytestable cimport (FNV_OFFSET, FNV_PRIME, bytestable_add, bytestable_free, bytestable_init_sized,
-                              bytestable_slot, hash_bytes, slot_entry)
+                              bytestable_slot, hash_by_words, hash_bytes, slot_entry)
 from bpe._caches cimport (CACHE_MAX_PIECE_BYTES, OUT_SLACK, PIECE_ANY, Tables, cache_merged, cache_merged_long,
                           encode_missed, encode_piece, is_new, is_new_long, short_token)
 from bpe._checks cimport check_ids, check_offsets
@@ -54,7 +54,7 @@ from bpe._shortcache cimport (SHORT_KEY_BYTES, BatchKey, ShortEntry, ShortKey, b
                               pair_holding, short_key, short_keys, shortcache_free, shortcache_holds,
                               shortcache_home, shortcache_init, shortcache_insert, shortcache_make_room,
                               shortcache_slot)
-from bpe._shortfilter cimport shortfilter_add, shortfilter_free, shortfilter_init, shortfilter_may_hold
+from bpe._tokenfilter cimport tokenfilter_add, tokenfilter_free, tokenfilter_init, tokenfilter_may_hold
 from bpe._specials cimport Needles, needles_borrow, needles_free, needles_point_at, needles_restart, next_special
 from bpe._types cimport offset_t, out_id_t, pack_pair, pair_left, pair_right, pair_t, token_t
 from bpe._utf8 cimport utf8_bound, write_utf8
@@ -537,7 +537,8 @@ cdef class EncodeKernel:
                 kept = self._merged_to_themselves(token_data, token_offsets, token_ids)
                 bytestable_free(&self.t.tokens)
                 shortcache_free(&self.t.short_tokens)
-                shortfilter_free(&self.t.short_token_filter)
+                tokenfilter_free(&self.t.short_token_filter)
+                tokenfilter_free(&self.t.long_token_filter)
                 if bytestable_init_sized(&self.t.tokens, n_tokens, token_data.shape[0]) < 0:
                     raise MemoryError()
                 self._add_whole_tokens(token_data, token_offsets, token_ids, kept)
@@ -587,7 +588,7 @@ cdef class EncodeKernel:
         cdef Py_ssize_t n_tokens = token_ids.shape[0]
         cdef Py_ssize_t t
         cdef int64_t length
-        cdef int64_t n_short = 0
+        cdef int64_t n_short = 0, n_long = 0
         cdef int64_t short_slots
         cdef ShortKey key
         cdef ShortEntry* slot
@@ -603,19 +604,24 @@ cdef class EncodeKernel:
                 raise MemoryError()
             if 2 <= length <= SHORT_KEY_BYTES:
                 n_short += 1
+            elif length > SHORT_KEY_BYTES:
+                n_long += 1
         short_slots = next_capacity(0, 1024, 2 * n_short)
         if (shortcache_init(&self.t.short_tokens, short_slots, short_slots) < 0
-                or shortfilter_init(&self.t.short_token_filter, n_short) < 0):
+                or tokenfilter_init(&self.t.short_token_filter, n_short) < 0
+                or tokenfilter_init(&self.t.long_token_filter, n_long) < 0):
             raise MemoryError()
         for t in range(n_tokens):
             length = token_offsets[t + 1] - token_offsets[t]
+            if kept[t] and length > SHORT_KEY_BYTES:
+                tokenfilter_add(&self.t.long_token_filter, hash_by_words(data + token_offsets[t], length))
             if kept[t] and 2 <= length <= SHORT_KEY_BYTES:
                 short_key(&key, data + token_offsets[t], length, token_data.shape[0] - token_offsets[t])
                 slot = shortcache_slot(&self.t.short_tokens, &key)
                 token_id = <uint32_t>token_ids[t]
                 if not shortcache_holds(slot, &key):
                     shortcache_insert(&self.t.short_tokens, slot, &key, &token_id, 1)
-                    shortfilter_add(&self.t.short_token_filter, key.hash)
+                    tokenfilter_add(&self.t.short_token_filter, key.hash)
                 else:
                     slot.ids[0] = token_id      # the later id, as in the token table
 
@@ -737,7 +743,7 @@ cdef class EncodeKernel:
         if not 2 <= len(piece) <= SHORT_KEY_BYTES:
             raise ValueError(f"a short piece is of 2 to {SHORT_KEY_BYTES} bytes, not {len(piece)}")
         short_key(&key, <const uint8_t*><const char*>piece, len(piece), len(piece))
-        return bool(shortfilter_may_hold(&self.t.short_token_filter, key.hash))
+        return bool(tokenfilter_may_hold(&self.t.short_token_filter, key.hash))
 
     @property
     def merges_side_by_side(self):
@@ -773,7 +779,8 @@ cdef class EncodeKernel:
     def __dealloc__(self):
         bytestable_free(&self.t.tokens)
         shortcache_free(&self.t.short_tokens)
-        shortfilter_free(&self.t.short_token_filter)
+        tokenfilter_free(&self.t.short_token_filter)
+        tokenfilter_free(&self.t.long_token_filter)
         mergerule_free(&self.t.rule)
 
     cdef int _encode_segment(self, Scratch* s, const uint8_t* data, int64_t n,

@@ -38,7 +38,7 @@ FLOORS = [
     ("rules, tools", ["specials", "patterns", "onig", "files", "flat", "workers", "progress", "errors"]),
     ("kernels", ["_train", "_rankfile", "_jsonl", "_decode", "_calls", "_encode", "_caches", "_session", "_lists",
                  "_scanner", "unicode"]),
-    ("kernel parts", ["_mergerule", "_wholechars", "_shortcache", "_sharedgeneral", "_shortfilter", "_bytestable",
+    ("kernel parts", ["_mergerule", "_wholechars", "_shortcache", "_sharedgeneral", "_tokenfilter", "_bytestable",
                         "_pairranks", "_pairmap", "_specials", "_utf8", "_checks", "_types", "_memory"]),
 ]
 LAYERS = [module for _, floor in FLOORS for module in floor]

@@ -743,20 +743,26 @@ def test_long_pre_tokens_met_again_give_what_they_gave_when_new(miss_path):
     # Here long tokens are ones no merge makes, so a merge cached in their
     # place would show; the others differ from them in their first or last
     # word only, at lengths on every side of a word's edge, and some are too
-    # long to cache (over 256 bytes).
+    # long to cache (over 256 bytes). Those of "é" too (a cold batch asks
+    # whether a new long one of several-byte characters is a token before it
+    # merges it side by side), each cut after a whole character.
     vocab = {i: bytes([i]) for i in range(256)}
     vocab[256], vocab[257] = b"ab", b"abab"
     merges = [(b"a", b"b"), (b"ab", b"ab")]
     rng = np.random.default_rng(5)
     pieces = []
-    for length in [16, 17, 23, 24, 25, 31, 32, 33, 40, 64, 100, 255, 256, 257, 300]:
-        body = b" " + bytes(rng.choice(list(b"ab"), size=length - 1).tolist())
-        vocab[len(vocab)] = body
-        pieces += [body, body[:-1] + b"c", b" c" + body[2:]]     # a body is " " then a and b
+    for letters in ([b"a", b"b"], [b"a", "é".encode()]):
+        for length in [16, 17, 23, 24, 25, 31, 32, 33, 40, 64, 100, 255, 256, 257, 300]:
+            body = b" " + b"".join(rng.choice(letters, size=length - 1).tolist())
+            body = body[:length].decode(errors="ignore").encode()
+            vocab[len(vocab)] = body
+            pieces += [body, body[:-1] + b"c", b" c" + body[2:]]     # a body is " " then letters
+    pieces = [p for p in pieces if p.decode(errors="ignore").encode() == p]
     tok = bpe.Tokenizer(vocab, merges, pattern="gpt2")
     text = "".join(p.decode() for p in pieces + pieces[::-1])
     expected = pure.encode(text, vocab, merges, {}, "gpt2")
     assert expected.count(len(vocab) - 1) == 2          # the longest token, twice
+    assert all(expected.count(i) == 2 for i in range(258, len(vocab)))
     tok.clear_cache()
     assert tok.encode(text) == expected                  # new, then met again in the call
     assert tok.encode(text) == expected                  # every one met again
