@@ -49,7 +49,8 @@ from bpe._pairranks cimport pairranks_add, pairranks_bytes, pairranks_fill_bytes
 from bpe._session cimport (SCAN_BATCH, Bytes, Scratch, Session, bytes_reserve, release_output, scratch_leave_shared,
                            shared_nearly_full)
 from bpe._scanner import metaspace_pair_cuts
-from bpe._scanner cimport FILL_SLACK, N_PATTERNS, PATTERN_METASPACE, Scanner, check_pattern, read_ahead, scanner_fill, scanner_init
+from bpe._scanner cimport (FILL_SLACK, N_PATTERNS, PATTERN_METASPACE, Scanner, check_pattern, read_ahead,
+                           scanner_fill, scanner_init, wide_utf8)
 from bpe._shortcache cimport (SHORT_KEY_BYTES, BatchKey, ShortEntry, ShortKey, batch_key_hashed, copy_ids,
                               pair_holding, short_key, short_keys, shortcache_free, shortcache_holds,
                               shortcache_home, shortcache_init, shortcache_insert, shortcache_make_room,
@@ -57,7 +58,7 @@ from bpe._shortcache cimport (SHORT_KEY_BYTES, BatchKey, ShortEntry, ShortKey, b
 from bpe._tokenfilter cimport tokenfilter_add, tokenfilter_free, tokenfilter_init, tokenfilter_may_hold
 from bpe._specials cimport Needles, needles_borrow, needles_free, needles_point_at, needles_restart, next_special
 from bpe._types cimport offset_t, out_id_t, pack_pair, pair_left, pair_right, pair_t, token_t
-from bpe._utf8 cimport utf8_bound, write_utf8
+from bpe._utf8 cimport UTF8_WIDE_SLACK, utf8_bound, write_utf8
 from bpe._wholechars cimport WholeChars, wholechars_init
 
 cdef extern from "csrc/portable.h":
@@ -299,7 +300,8 @@ cdef int utf8_of_strs(Bytes* buffer, Py_ssize_t n_texts, const void** sources,
     for t in range(n_texts):
         if kinds[t] != 0:
             transcoded += utf8_bound(kinds[t], n_points[t])
-    if bytes_reserve(buffer, transcoded) < 0:
+    cdef bint wide = wide_utf8()
+    if bytes_reserve(buffer, transcoded + (UTF8_WIDE_SLACK if wide else 0)) < 0:
         return -1
     write_at = buffer.data
     for t in range(n_texts):
@@ -308,7 +310,7 @@ cdef int utf8_of_strs(Bytes* buffer, Py_ssize_t n_texts, const void** sources,
             lengths[t] = n_points[t]
         else:
             starts[t] = write_at
-            write_at = write_utf8(kinds[t], sources[t], n_points[t], write_at)
+            write_at = write_utf8(kinds[t], sources[t], n_points[t], write_at, wide)
             lengths[t] = write_at - starts[t]
     return 0
 

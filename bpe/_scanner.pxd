@@ -68,6 +68,9 @@ cdef struct Scanner:
 
 cdef void scanner_init(Scanner* sc, int pattern, const uint8_t* s, Py_ssize_t n) noexcept nogil
 
+# Whether a str's UTF-8 is written with AVX-512 (where the SIMD path is its).
+cdef bint wide_utf8() noexcept nogil
+
 # The end of the pre-token at ``i`` when ``scanner_next`` cannot read it from
 # the window of starts it holds: a new window, or the byte-by-byte scanner.
 cdef Py_ssize_t scanner_next_slow(Scanner* sc, Py_ssize_t i) noexcept nogil

@@ -61,7 +61,7 @@ from bpe._shortcache cimport (SHORT_KEY_BYTES, ShortCache, ShortEntry, ShortKey,
 from bpe._memory cimport mem_free, prefetch
 from bpe._specials cimport Needles, find_spans, needles_free, needles_point_at
 from bpe._types cimport count_t, offset_t
-from bpe._utf8 cimport all_ascii, first_invalid_utf8 as c_first_invalid_utf8
+from bpe._utf8 cimport all_ascii, first_invalid_utf8 as c_first_invalid_utf8, wide_supported
 
 import os
 import threading
@@ -124,6 +124,20 @@ cdef spread_fn SPREAD = NULL
 SIMD_PATHS = {"none": -1, "scalar": CLASSIFY_SCALAR, "sse2": CLASSIFY_SSE2, "avx2": CLASSIFY_AVX2,
               "avx512": CLASSIFY_AVX512, "neon": CLASSIFY_NEON}
 _simd_path = None
+# Whether a str's UTF-8 is written 16 code units at a time with AVX-512
+# (``bpe/_utf8.pxd``): where the path is AVX-512's. Set before the tables
+# are built (the first call transcodes before it scans), from BPE_SIMD and
+# the CPU, then with the path.
+cdef bint WIDE_UTF8 = False
+
+
+cdef bint wide_utf8() noexcept nogil:
+    return WIDE_UTF8
+
+
+cdef void _set_wide_utf8(int path):
+    global WIDE_UTF8
+    WIDE_UTF8 = path == CLASSIFY_AVX512 and wide_supported()
 
 
 def simd_paths():
@@ -146,6 +160,7 @@ def select_simd(name):
     CLASSIFY = NULL if name == "none" else classify_function(SIMD_PATHS[name])
     CLASSIFY_GPT2 = NULL if name == "none" else classify_gpt2_function(SIMD_PATHS[name])
     SPREAD = spread_function(SIMD_PATHS[name])
+    _set_wide_utf8(SIMD_PATHS[name])
     _simd_path = name
     return previous
 
@@ -154,6 +169,12 @@ def simd_path():
     """The block-classifier path scans use now."""
     ensure_tables()
     return _simd_path
+
+
+def writes_utf8_wide():
+    """Whether a str's UTF-8 is written 16 code units at a time with AVX-512
+    now (``bpe/_utf8.pxd``), for tests to know."""
+    return bool(WIDE_UTF8)
 
 
 cdef bint ascii_classes_agree(const uint8_t* classes) noexcept nogil:
@@ -212,17 +233,27 @@ cdef int ensure_tables(bint ascii_text=False) except -1:
     return 0
 
 
-cdef void _choose_simd(const uint8_t* classes):
-    global CLASSIFY, CLASSIFY_GPT2, SPREAD, _simd_path
+cdef int _requested_path():
+    """The path BPE_SIMD names, or the best this CPU runs."""
     name = os.environ.get("BPE_SIMD", "")
     path = SIMD_PATHS.get(name, classify_best())
     if name and (name not in SIMD_PATHS or (path >= 0 and not classify_supported(path))):
         path = classify_best()      # an unknown or unsupported request: the best there is
+    return path
+
+
+_set_wide_utf8(_requested_path())
+
+
+cdef void _choose_simd(const uint8_t* classes):
+    global CLASSIFY, CLASSIFY_GPT2, SPREAD, _simd_path
+    path = _requested_path()
     if path >= 0 and not ascii_classes_agree(classes):
         path = -1
     CLASSIFY = NULL if path < 0 else classify_function(path)
     CLASSIFY_GPT2 = NULL if path < 0 else classify_gpt2_function(path)
     SPREAD = spread_function(path)
+    _set_wide_utf8(path)
     _simd_path = next(key for key, value in SIMD_PATHS.items() if value == path)
 
 

@@ -12,6 +12,8 @@
 # is not ASCII is ASCII but for a few characters (a name, a dash, a quote
 # mark), yet its whole str is stored two or four bytes a code point, and a
 # loop of one code unit a step spent a tenth of a warm encode of prose there.
+# Where the CPU has AVX-512 and the scanners use it (``bpe/_scanner.pyx``'s
+# SIMD path), any 16 code units go at once (``wide_blocks``).
 from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
@@ -20,6 +22,11 @@ cdef extern from "csrc/utf8.h":
     size_t ascii_blocks_u8 "utf8_ascii_blocks_u8" (const uint8_t* data, size_t n, uint8_t* out) noexcept nogil
     size_t ascii_blocks_u16 "utf8_ascii_blocks_u16" (const uint16_t* data, size_t n, uint8_t* out) noexcept nogil
     size_t ascii_blocks_u32 "utf8_ascii_blocks_u32" (const uint32_t* data, size_t n, uint8_t* out) noexcept nogil
+    bint wide_supported "utf8_wide_supported" () noexcept nogil
+    size_t wide_blocks_u8 "utf8_wide_blocks_u8" (const uint8_t* data, size_t n, uint8_t** out) noexcept nogil
+    size_t wide_blocks_u16 "utf8_wide_blocks_u16" (const uint16_t* data, size_t n, uint8_t** out) noexcept nogil
+    size_t wide_blocks_u32 "utf8_wide_blocks_u32" (const uint32_t* data, size_t n, uint8_t** out) noexcept nogil
+    enum: UTF8_WIDE_SLACK
 
 cdef inline bint all_ascii(const uint8_t* s, Py_ssize_t n) noexcept nogil:
     """Whether ``s[:n]`` is all ASCII: eight bytes at a time."""
@@ -70,11 +77,27 @@ cdef inline size_t ascii_blocks(const code_unit* data, Py_ssize_t n, uint8_t* ou
         return ascii_blocks_u32(data, n, out)
 
 
-cdef inline uint8_t* write_utf8_of(const code_unit* data, Py_ssize_t n, uint8_t* out) noexcept nogil:
+cdef inline size_t wide_blocks(const code_unit* data, Py_ssize_t n, uint8_t** out) noexcept nogil:
+    """How many code units from ``data`` (of ``n``) were written at ``out[0]``,
+    moved past them: whole blocks of 16, up to one holding a surrogate
+    (``csrc/utf8.h``, AVX-512)."""
+    if code_unit is uint8_t:
+        return wide_blocks_u8(data, n, out)
+    elif code_unit is uint16_t:
+        return wide_blocks_u16(data, n, out)
+    else:
+        return wide_blocks_u32(data, n, out)
+
+
+cdef inline uint8_t* write_utf8_of(const code_unit* data, Py_ssize_t n, uint8_t* out, bint wide) noexcept nogil:
     cdef Py_ssize_t i = 0
     cdef Py_ssize_t copied
     cdef uint32_t c
     while i < n:
+        if wide:
+            i += <Py_ssize_t>wide_blocks(data + i, n - i, &out)
+            if i == n:
+                break
         if data[i] < 0x80:
             # Blocks are tried only at an ASCII code unit, so text with none
             # (Chinese, say) pays nothing for them.
@@ -111,13 +134,15 @@ cdef inline int64_t utf8_bound(int kind, Py_ssize_t n) noexcept nogil:
     return n * (kind + 1 if kind < 4 else 4)
 
 
-cdef inline uint8_t* write_utf8(int kind, const void* data, Py_ssize_t n, uint8_t* out) noexcept nogil:
-    """Write the UTF-8 of a str's ``n`` code points at ``out``; returns the end."""
+cdef inline uint8_t* write_utf8(int kind, const void* data, Py_ssize_t n, uint8_t* out, bint wide) noexcept nogil:
+    """Write the UTF-8 of a str's ``n`` code points at ``out``; returns the end.
+    ``wide``: 16 code units at a time with AVX-512 (``utf8_wide_supported``),
+    which writes up to UTF8_WIDE_SLACK bytes past the end."""
     if kind == 1:
-        return write_utf8_of(<const uint8_t*>data, n, out)
+        return write_utf8_of(<const uint8_t*>data, n, out, wide)
     if kind == 2:
-        return write_utf8_of(<const uint16_t*>data, n, out)
-    return write_utf8_of(<const uint32_t*>data, n, out)
+        return write_utf8_of(<const uint16_t*>data, n, out, wide)
+    return write_utf8_of(<const uint32_t*>data, n, out, wide)
 
 
 cdef inline Py_ssize_t first_invalid_utf8(const uint8_t* s, Py_ssize_t n) noexcept nogil:

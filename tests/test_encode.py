@@ -14,7 +14,7 @@ from hypothesis import given, settings
 import bpe
 import bpe.workers
 import bpe.encoder
-from bpe import pure
+from bpe import _scanner, pure
 from bpe._session import Session
 from bpe._testing import tuned
 from bpe.encoder import Encoder, EncoderOptions
@@ -454,15 +454,64 @@ str_kinds = st.one_of(any_code_points, st.text(alphabet="ab \x7f\x80\xe9\xff", m
                       st.text(alphabet="a\u0100\ud800\udc00\ud83d\ude00\U0001f600", max_size=30))
 
 
+@contextlib.contextmanager
+def simd(path: str):
+    """Scans, and the writing of a str's UTF-8, take the SIMD path ``path`` inside the block."""
+    previous = _scanner.select_simd(path)
+    try:
+        yield
+    finally:
+        _scanner.select_simd(previous)
+
+
+# A str's UTF-8 is written 16 code units at a time with AVX-512 where the
+# path is AVX-512's, else a character at a time but for blocks of ASCII.
+TRANSCODERS = [path for path in ("avx512", "scalar") if path in _scanner.simd_paths()]
+
+
+def test_a_str_is_written_wide_where_the_path_is_avx512():
+    if "avx512" not in _scanner.simd_paths():
+        pytest.skip("needs a CPU with AVX-512 (F, BW, VBMI, VBMI2)")
+    with simd("avx512"):
+        assert _scanner.writes_utf8_wide()
+    with simd("scalar"):
+        assert not _scanner.writes_utf8_wide()
+
+
 @settings(max_examples=300, deadline=None)
 @given(texts=st.lists(str_kinds, max_size=6))
 def test_the_kernel_reads_any_str_as_utf8_with_surrogates_replaced(texts):
     from bpe.encoder import utf8
 
     tok = byte_tokenizer()
-    assert [bytes(ids) for ids in tok.encode_batch(texts, num_threads=1)] == [utf8(t) for t in texts]
-    for text in texts:
-        assert bytes(tok.encode_to_numpy(text, dtype=np.uint8)) == utf8(text)
+    for path in TRANSCODERS:
+        with simd(path):
+            assert [bytes(ids) for ids in tok.encode_batch(texts, num_threads=1)] == [utf8(t) for t in texts]
+            for text in texts:
+                assert bytes(tok.encode_to_numpy(text, dtype=np.uint8)) == utf8(text)
+
+
+# Characters of every width side by side, so that blocks of 16 code units mix
+# them, with surrogates (lone and paired) anywhere among them; and texts of
+# them one after another in a batch, each written after the one before.
+mixed_widths = st.lists(st.sampled_from(["a", " ", "\x7f", "\x80", "\xe9", "\xff", "\u0100", "\u07ff", "\u0800",
+                                         "\u4e2d", "\ud7ff", "\ue000", "\uffff", "\U00010000", "\U0001f600",
+                                         "\U0010ffff", "\ud800", "\udbff", "\udc00", "\udfff", "\ud83d\ude00"]),
+                        max_size=100).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts=st.lists(mixed_widths, min_size=1, max_size=4))
+def test_blocks_of_every_width_are_read_as_utf8(texts):
+    from bpe.encoder import utf8
+
+    tok = byte_tokenizer()
+    widened = [t + last for t in texts for last in ("", "\xe9", "\u0100", "\U0001f600")]
+    for path in TRANSCODERS:
+        with simd(path):
+            assert [bytes(ids) for ids in tok.encode_batch(widened, num_threads=1)] == [utf8(t) for t in widened]
+            for text in widened:
+                assert bytes(tok.encode_to_numpy(text, dtype=np.uint8)) == utf8(text)
 
 
 # ASCII runs of any length between other characters, in each storage: the
@@ -481,9 +530,11 @@ def test_long_ascii_runs_in_every_storage_are_read_as_utf8(text):
     from bpe.encoder import utf8
 
     tok = byte_tokenizer()
-    for widened in (text, text + "\xe9", text + "\u0100", text + "\U0001f600"):
-        # the last character sets the storage the whole str is kept in
-        assert bytes(tok.encode_to_numpy(widened, dtype=np.uint8)) == utf8(widened)
+    for path in TRANSCODERS:
+        with simd(path):
+            for widened in (text, text + "\xe9", text + "\u0100", text + "\U0001f600"):
+                # the last character sets the storage the whole str is kept in
+                assert bytes(tok.encode_to_numpy(widened, dtype=np.uint8)) == utf8(widened)
 
 
 def test_str_subclasses_and_non_str_inputs():

@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "portable.h"
+
 #define UTF8_ASCII_BLOCKS_PORTABLE(name, unit)                               \
     static inline size_t name(const unit *data, size_t n, uint8_t *out) {    \
         size_t i = 0;                                                        \
@@ -32,7 +34,7 @@ UTF8_ASCII_BLOCKS_PORTABLE(utf8_ascii_blocks_u16_portable, uint16_t)
 UTF8_ASCII_BLOCKS_PORTABLE(utf8_ascii_blocks_u32_portable, uint32_t)
 
 #if defined(__SSE2__) || defined(_M_X64)
-#include <emmintrin.h>
+#include <immintrin.h>
 #define UTF8_ASCII_PATH "sse2"
 /* One test a block; the packing narrows 16 code units into 16 bytes. */
 static inline size_t utf8_ascii_blocks_u8(const uint8_t *data, size_t n, uint8_t *out) {
@@ -73,6 +75,103 @@ static inline size_t utf8_ascii_blocks_u32(const uint32_t *data, size_t n, uint8
         _mm_storeu_si128((__m128i *)(out + i),
                          _mm_packus_epi16(_mm_packs_epi32(a, b), _mm_packs_epi32(c, d)));
     }
+    return i;
+}
+
+/* Any code units, 16 at a time, with AVX-512 (F, BW, VBMI2): each widened to
+ * a lane of its UTF-8 bytes (1 to 4), then the lanes' used bytes packed by
+ * one compress. Text that mixes ASCII with Chinese, say, changes width every
+ * few characters: a step per character, with a branch on its width, ran at
+ * about 5 cycles a character and took a sixth of a warm encode of such text.
+ *
+ * utf8_wide_blocks_u8/u16/u32(data, n, &out): whole blocks of 16 code units
+ * from data[:n] written as UTF-8 at out, moved past them, up to the first
+ * block holding a surrogate (which the caller replaces or pairs); returns
+ * how many code units were written (a multiple of 16). Writes up to
+ * UTF8_WIDE_SLACK bytes past the end it leaves out at. */
+#define UTF8_WIDE_PATH 1
+#define UTF8_WIDE_SLACK 64
+
+static inline int utf8_wide_supported(void) {
+    BPE_CPU_INIT();
+    return BPE_CPU_SUPPORTS("avx512f") && BPE_CPU_SUPPORTS("avx512bw") && BPE_CPU_SUPPORTS("avx512vbmi2")
+           && BPE_CPU_SUPPORTS("popcnt");
+}
+
+/* 16 code points (no surrogate, below 0x110000) as UTF-8 at out; returns the end. */
+BPE_TARGET("avx512f,avx512bw,avx512vbmi2,popcnt")
+static inline uint8_t *utf8_wide_put(__m512i c, uint8_t *out) {
+    const __m512i six = _mm512_set1_epi32(0x3F), continued = _mm512_set1_epi32(0x80);
+    __mmask16 two = _mm512_cmpge_epu32_mask(c, _mm512_set1_epi32(0x80));
+    __mmask16 three = _mm512_cmpge_epu32_mask(c, _mm512_set1_epi32(0x800));
+    __mmask16 four = _mm512_cmpge_epu32_mask(c, _mm512_set1_epi32(0x10000));
+    /* The low six bits of c, of c >> 6 and of c >> 12, each as a continuation byte. */
+    __m512i t0 = _mm512_or_si512(_mm512_and_si512(c, six), continued);
+    __m512i t1 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(c, 6), six), continued);
+    __m512i t2 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(c, 12), six), continued);
+    /* Each width's bytes, the first in the lane's lowest byte. */
+    __m512i w2 = _mm512_or_si512(_mm512_or_si512(_mm512_srli_epi32(c, 6), _mm512_set1_epi32(0xC0)),
+                                 _mm512_slli_epi32(t0, 8));
+    __m512i w3 = _mm512_or_si512(_mm512_or_si512(_mm512_srli_epi32(c, 12), _mm512_set1_epi32(0xE0)),
+                                 _mm512_or_si512(_mm512_slli_epi32(t1, 8), _mm512_slli_epi32(t0, 16)));
+    __m512i w4 = _mm512_or_si512(
+        _mm512_or_si512(_mm512_srli_epi32(c, 18), _mm512_set1_epi32(0xF0)),
+        _mm512_or_si512(_mm512_slli_epi32(t2, 8),
+                        _mm512_or_si512(_mm512_slli_epi32(t1, 16), _mm512_slli_epi32(t0, 24))));
+    __m512i w = _mm512_mask_blend_epi32(two, c, w2);
+    w = _mm512_mask_blend_epi32(three, w, w3);
+    w = _mm512_mask_blend_epi32(four, w, w4);
+    /* The bytes each lane uses: its first, and one more for each width passed. */
+    __m512i used = _mm512_set1_epi32(0xFF);
+    used = _mm512_mask_or_epi32(used, two, used, _mm512_set1_epi32(0xFF00));
+    used = _mm512_mask_or_epi32(used, three, used, _mm512_set1_epi32(0xFF0000));
+    used = _mm512_mask_or_epi32(used, four, used, _mm512_set1_epi32((int)0xFF000000u));
+    __mmask64 keep = _mm512_test_epi8_mask(used, used);
+    _mm512_storeu_si512((void *)out, _mm512_maskz_compress_epi8(keep, w));
+    return out + _mm_popcnt_u64(keep);
+}
+
+BPE_TARGET("avx512f,avx512bw,avx512vbmi2,popcnt")
+static inline int utf8_wide_surrogates(__m512i c) {
+    return _mm512_cmpeq_epi32_mask(_mm512_and_si512(c, _mm512_set1_epi32((int)0xFFFFF800u)),
+                                   _mm512_set1_epi32(0xD800)) != 0;
+}
+
+BPE_TARGET("avx512f,avx512bw,avx512vbmi2,popcnt")
+static inline size_t utf8_wide_blocks_u8(const uint8_t *data, size_t n, uint8_t **out) {
+    uint8_t *o = *out;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)   /* no surrogates in one-byte storage */
+        o = utf8_wide_put(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(data + i))), o);
+    *out = o;
+    return i;
+}
+
+BPE_TARGET("avx512f,avx512bw,avx512vbmi2,popcnt")
+static inline size_t utf8_wide_blocks_u16(const uint16_t *data, size_t n, uint8_t **out) {
+    uint8_t *o = *out;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512i c = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(data + i)));
+        if (utf8_wide_surrogates(c))
+            break;
+        o = utf8_wide_put(c, o);
+    }
+    *out = o;
+    return i;
+}
+
+BPE_TARGET("avx512f,avx512bw,avx512vbmi2,popcnt")
+static inline size_t utf8_wide_blocks_u32(const uint32_t *data, size_t n, uint8_t **out) {
+    uint8_t *o = *out;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512i c = _mm512_loadu_si512((const void *)(data + i));
+        if (utf8_wide_surrogates(c))
+            break;
+        o = utf8_wide_put(c, o);
+    }
+    *out = o;
     return i;
 }
 
@@ -121,6 +220,15 @@ static inline size_t utf8_ascii_blocks_u32(const uint32_t *data, size_t n, uint8
 #define utf8_ascii_blocks_u8 utf8_ascii_blocks_u8_portable
 #define utf8_ascii_blocks_u16 utf8_ascii_blocks_u16_portable
 #define utf8_ascii_blocks_u32 utf8_ascii_blocks_u32_portable
+#endif
+
+#ifndef UTF8_WIDE_PATH
+/* Elsewhere no wide path: never chosen, and never run. */
+#define UTF8_WIDE_SLACK 0
+static inline int utf8_wide_supported(void) { return 0; }
+static inline size_t utf8_wide_blocks_u8(const uint8_t *d, size_t n, uint8_t **o) { (void)d; (void)n; (void)o; return 0; }
+static inline size_t utf8_wide_blocks_u16(const uint16_t *d, size_t n, uint8_t **o) { (void)d; (void)n; (void)o; return 0; }
+static inline size_t utf8_wide_blocks_u32(const uint32_t *d, size_t n, uint8_t **o) { (void)d; (void)n; (void)o; return 0; }
 #endif
 
 #endif
