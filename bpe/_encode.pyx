@@ -1435,10 +1435,11 @@ cdef class ShortCalls:
     run a finalizer that encodes). A call that finds it busy returns None, and
     its caller takes the general path; so does a text longer than
     ``longest``, and every text while ``paused`` (calls then share their
-    caches, which only the general path's sessions do).
+    caches, which only the general path's sessions do). While idle, it lends
+    its session to the general path (``lend``).
     """
     cdef EncodeKernel kernel
-    cdef Session session
+    cdef readonly Session session
     cdef int pattern
     cdef tuple tokens            # the special tokens' UTF-8, which the needles point into
     cdef object id_array         # their ids, which ``needle_ids`` points into
@@ -1478,6 +1479,22 @@ cdef class ShortCalls:
         running meanwhile, a document's on another thread, keeps the one it
         started with until it ends)."""
         self.session = session
+
+    def lend(self):
+        """Its session, for one call of the general path (``Encoder._session``),
+        or None while it is busy or paused; it is busy until ``take_back``.
+        Why: a document too long for it (over ``longest``) went to a pooled
+        session with caches of its own, cold where this one's were warm: on
+        code, a few long files among short ones were merged afresh, a tenth
+        of a cold pass."""
+        if self.busy or self.paused:
+            return None
+        self.busy = True
+        return self.session
+
+    def take_back(self):
+        """End the loan ``lend`` made."""
+        self.busy = False
 
     @property
     def cached_pieces(self) -> int:

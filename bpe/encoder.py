@@ -182,7 +182,8 @@ class Encoder:
 
         Sessions are pooled here rather than kept per thread, so caches stay warm
         across calls even when thread pools come and go; a session serves one
-        call at a time.
+        call at a time. An idle ``ShortCalls`` lends its own first, so that a
+        tokenizer's documents, short and long, share one session's caches.
         """
         return _Lease(self)
 
@@ -405,23 +406,36 @@ class Encoder:
 
 
 class _Lease:
-    """``Encoder._session``: a pooled session, lent for a ``with`` block, sharing
-    the encoder's shared caches while a ``sharing_cache`` block is open. A
+    """``Encoder._session``: an idle ShortCalls' session or a pooled one, lent
+    for a ``with`` block; a pooled one sharing the encoder's shared caches
+    while a ``sharing_cache`` block is open. A
     plain class, not a generator-based context manager: that cost 2 us a
     call, a seventh of encoding a short document."""
 
-    __slots__ = ("encoder", "session", "shared")
+    __slots__ = ("encoder", "session", "shared", "lender")
 
     def __init__(self, encoder: Encoder):
         self.encoder = encoder
 
     def __enter__(self) -> Session:
         encoder = self.encoder
+        self.lender = None
         with encoder._lock:
-            self.session = encoder._idle_sessions.pop() if encoder._idle_sessions else None
             self.shared = encoder._shared_cache if encoder._sharing else None
             if self.shared is not None:
                 encoder._shared_leases += 1
+                self.session = encoder._idle_sessions.pop() if encoder._idle_sessions else None
+            else:
+                # An idle ShortCalls' session first, where it takes documents:
+                # its caches hold what the tokenizer's calls on them met.
+                self.session = None
+                for short in (encoder._short_calls if encoder.options.document_calls else ()):
+                    self.session = short.lend()
+                    if self.session is not None:
+                        self.lender = short
+                        break
+                if self.session is None and encoder._idle_sessions:
+                    self.session = encoder._idle_sessions.pop()
         try:
             if self.session is None:
                 self.session = encoder._new_session()
@@ -435,6 +449,9 @@ class _Lease:
         return self.session
 
     def __exit__(self, *exc_info) -> None:
+        if self.lender is not None:
+            self.lender.take_back()
+            return
         if self.shared is not None:
             self.session.unshare()
         with self.encoder._lock:

@@ -45,6 +45,12 @@ def random_corpus(seed: int, n_words: int = 400, unicode: bool = True,
     return "".join(pieces)
 
 
+def sessions_of(tok) -> list:
+    """The sessions ``tok``'s calls used: its ShortCalls' (which lend
+    themselves to the general path while idle), then the pooled ones."""
+    return [short.session for short in tok.encoder._short_calls] + list(tok.encoder._idle_sessions)
+
+
 def small_short_caches(tok, first: int, largest: int, **changes):
     """``tok`` with sessions whose short caches are this small (slots to start
     with, at most): they grow and start afresh within a short text. Documents

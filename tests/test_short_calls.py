@@ -129,6 +129,48 @@ def test_a_document_lets_other_threads_run_and_a_clear_during_it_holds():
     assert tok._short(document) == expected
 
 
+def test_a_document_too_long_for_the_short_calls_is_encoded_in_their_session():
+    # Past ``longest`` a document takes the general path, in the session the
+    # ShortCalls lend while idle: it finds the pieces the short documents
+    # cached, and caches its own there. While a long one runs on another
+    # thread (the session lent), short calls take the general path, in
+    # pooled sessions; a clear_cache meanwhile ends the loan with a new
+    # session. Each call's ids stay tiktoken's. With document_calls off the
+    # ShortCalls lend nothing: documents stay in the pooled sessions.
+    tok, reference, _ = pair_of("cl100k_base")
+    shakespeare = open(SHAKESPEARE, encoding="utf-8").read()
+    long_document = shakespeare[: tok._short.longest + 1000]
+    short_document = shakespeare[:2000]
+    tok.clear_cache()
+    assert tok.encode(short_document) == reference.encode(short_document)
+    cached = tok._short.cached_pieces
+    assert tok.encode_to_numpy(long_document).tolist() == reference.encode(long_document)
+    assert tok._short.cached_pieces > cached and not tok.encoder._idle_sessions
+    expected, results, stop = reference.encode(long_document), [], threading.Event()
+
+    def long_documents():
+        while not stop.is_set():
+            results.append(tok.encode(long_document) == expected)
+
+    thread = threading.Thread(target=long_documents)
+    thread.start()
+    try:
+        for i in range(300):
+            assert tok.encode(f"short {i}") == reference.encode(f"short {i}")
+            if i % 100 == 99:
+                tok.clear_cache()
+    finally:
+        stop.set()
+        thread.join()
+    assert results and all(results)
+    assert tok._short(short_document) == reference.encode(short_document)   # not left busy
+    pooled = small_short_caches(tok, 1 << 10, 1 << 12)
+    pooled.encode("warm")
+    pooled.clear_cache()
+    assert pooled.encode_to_numpy(long_document).tolist() == expected
+    assert pooled._short.cached_pieces == 0 and pooled.encoder._idle_sessions
+
+
 def test_what_is_not_a_str_takes_the_general_path(pair):
     tok = pair[0]
 
