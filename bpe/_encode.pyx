@@ -1448,6 +1448,7 @@ cdef class ShortCalls:
     cdef bint needles_made
     cdef PrebuiltInts ints
     cdef bint busy
+    cdef bint lent               # busy because ``lend`` lent its session
     cdef public bint paused      # set while the encoder's calls share caches (``Encoder.sharing_cache``)
     cdef public Py_ssize_t longest   # the longest str taken, in characters (the encoder gives ONE_CALL_CHARS)
     cdef object __weakref__      # the encoder holds its tokenizers' ShortCalls weakly
@@ -1477,8 +1478,10 @@ cdef class ShortCalls:
     def clear(self, Session session not None):
         """Start afresh with ``session``, a new one, its caches empty (a call
         running meanwhile, a document's on another thread, keeps the one it
-        started with until it ends)."""
+        started with until it ends; so does a loan, and this is free again)."""
         self.session = session
+        if self.lent:
+            self.busy = self.lent = False
 
     def lend(self):
         """Its session, for one call of the general path (``Encoder._session``),
@@ -1489,12 +1492,14 @@ cdef class ShortCalls:
         of a cold pass."""
         if self.busy or self.paused:
             return None
-        self.busy = True
+        self.busy = self.lent = True
         return self.session
 
-    def take_back(self):
-        """End the loan ``lend`` made."""
-        self.busy = False
+    def take_back(self, Session session not None):
+        """End the loan of ``session`` that ``lend`` made, unless ``clear`` ended
+        it (then it is another session's to say)."""
+        if self.lent and session is self.session:
+            self.busy = self.lent = False
 
     @property
     def cached_pieces(self) -> int:
@@ -1507,7 +1512,7 @@ cdef class ShortCalls:
         its session half written; start afresh with ``session``."""
         if self.busy:
             self.session = session
-            self.busy = False
+            self.busy = self.lent = False
 
     def __call__(self, object text, bint refuse_specials=False, bint ordinary=False):
         """The ids of ``text`` (a str) as a list of the prebuilt ints, its special

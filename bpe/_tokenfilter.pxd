@@ -11,8 +11,8 @@
 # of a miss outside its merges (`perf annotate`). Most such pre-tokens are no
 # token (44 000 of 61 000 distinct short ones in 10 MB of code, gpt2; nearly
 # every long one, a run of CJK under Llama 3's pattern). At 16 bits a token
-# the short filter is 128 KiB (gpt2) to 512 KiB (o200k), the long one 2 to 8
-# KiB: they stay in L2 and answer "surely not" for all but one in about
+# the short filter is 128 KiB (gpt2) to 512 KiB (o200k), the long one 512 B
+# to 16 KiB: they stay in L2 and answer "surely not" for all but one in about
 # sixteen (1 - e^(-1/16)), which then merge without the probe.
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memset

@@ -116,6 +116,9 @@ class Encoder:
         # Every tokenizer's ShortCalls, to clear and pause: weakly, since the
         # tokenizers unpickled in a process share one encoder and come and go.
         self._short_calls = weakref.WeakSet()
+        # The last of them made, which lends its session to the general path
+        # while idle (``_Lease``): a weak reference, read without the lock.
+        self._lender = None
         in_forked_child(self, "short calls", Encoder._restart_busy_short_calls)
 
     @classmethod
@@ -164,6 +167,8 @@ class Encoder:
         with self._lock:
             short.paused = self._sharing > 0
             self._short_calls.add(short)
+            if self.options.document_calls:
+                self._lender = weakref.ref(short)
         return short
 
     def _restart_busy_short_calls(self) -> None:
@@ -408,7 +413,9 @@ class Encoder:
 class _Lease:
     """``Encoder._session``: an idle ShortCalls' session or a pooled one, lent
     for a ``with`` block; a pooled one sharing the encoder's shared caches
-    while a ``sharing_cache`` block is open. A
+    while a ``sharing_cache`` block is open. (An interrupt between ``lend``
+    and the block leaves the ShortCalls busy: its calls then go the general
+    way, exact but slower, until ``clear_cache``.) A
     plain class, not a generator-based context manager: that cost 2 us a
     call, a seventh of encoding a short document."""
 
@@ -419,23 +426,25 @@ class _Lease:
 
     def __enter__(self) -> Session:
         encoder = self.encoder
+        # An idle ShortCalls' session first: its caches hold what the
+        # tokenizer's calls on documents met. Asked without the lock (``lend``
+        # takes it or not in one step, holding the GIL) and without making
+        # an object, which could start a garbage collection whose finalizer
+        # encodes with this encoder. Never while calls share caches (the
+        # ShortCalls are paused then, and lend nothing).
+        lender = encoder._lender() if encoder._lender is not None else None
+        if lender is not None:
+            self.session = lender.lend()
+            if self.session is not None:
+                self.lender = lender
+                self.shared = None
+                return self.session
         self.lender = None
         with encoder._lock:
+            self.session = encoder._idle_sessions.pop() if encoder._idle_sessions else None
             self.shared = encoder._shared_cache if encoder._sharing else None
             if self.shared is not None:
                 encoder._shared_leases += 1
-                self.session = encoder._idle_sessions.pop() if encoder._idle_sessions else None
-            else:
-                # An idle ShortCalls' session first, where it takes documents:
-                # its caches hold what the tokenizer's calls on them met.
-                self.session = None
-                for short in (encoder._short_calls if encoder.options.document_calls else ()):
-                    self.session = short.lend()
-                    if self.session is not None:
-                        self.lender = short
-                        break
-                if self.session is None and encoder._idle_sessions:
-                    self.session = encoder._idle_sessions.pop()
         try:
             if self.session is None:
                 self.session = encoder._new_session()
@@ -450,7 +459,7 @@ class _Lease:
 
     def __exit__(self, *exc_info) -> None:
         if self.lender is not None:
-            self.lender.take_back()
+            self.lender.take_back(self.session)
             return
         if self.shared is not None:
             self.session.unshare()

@@ -164,11 +164,59 @@ def test_a_document_too_long_for_the_short_calls_is_encoded_in_their_session():
         thread.join()
     assert results and all(results)
     assert tok._short(short_document) == reference.encode(short_document)   # not left busy
+    # A loan ends by take_back, or by a clear_cache (a loan left open by an
+    # interrupt): then the old loan's end frees nothing of the new session's.
+    short = tok._short
+    old = short.lend()
+    assert old is not None and short.lend() is None and short("hi") is None
+    tok.clear_cache()
+    assert short("hi") == reference.encode("hi")
+    assert short.lend() is short.session
+    short.take_back(old)
+    assert short("hi") is None
+    short.take_back(short.session)
+    assert short("hi") == reference.encode("hi")
     pooled = small_short_caches(tok, 1 << 10, 1 << 12)
     pooled.encode("warm")
     pooled.clear_cache()
     assert pooled.encode_to_numpy(long_document).tolist() == expected
     assert pooled._short.cached_pieces == 0 and pooled.encoder._idle_sessions
+
+
+GC_DURING_A_LEASE = r"""
+import gc
+import bpe
+tok = bpe.load("gpt2")
+tok.encode("warm")
+inner = []
+
+def encode_during_collection(phase, info):
+    if phase == "start" and len(inner) < 200:
+        inner.append(tok.encode_batch(["inside a collection"], num_threads=1)[0])
+
+gc.callbacks.append(encode_during_collection)
+gc.set_threshold(1)
+outer = [tok.encode_batch([f"text {i}"], num_threads=1)[0] for i in range(300)]
+gc.set_threshold(700)
+gc.callbacks.remove(encode_during_collection)
+assert inner and all(ids == tok.encode("inside a collection") for ids in inner), inner[:3]
+assert outer == [tok.encode(f"text {i}") for i in range(300)]
+print("ok")
+"""
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="from Python 3.12 on a collection waits for the "
+                    "interpreter's next check between bytecodes")
+def test_a_collection_while_a_session_is_lent_may_encode():
+    # A garbage collection can start at any allocation, and a finalizer may
+    # encode with the same encoder: taking a session (an idle ShortCalls',
+    # or a pooled one under the encoder's lock) must allocate nothing while
+    # it holds the lock, or the inner call waits for ever on it. In a process
+    # of its own, so that a hang fails the test instead of the run.
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-c", GC_DURING_A_LEASE], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.split() == ["ok"], (done.stdout[-2000:], done.stderr[-2000:])
 
 
 def test_what_is_not_a_str_takes_the_general_path(pair):

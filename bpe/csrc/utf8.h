@@ -78,6 +78,7 @@ static inline size_t utf8_ascii_blocks_u32(const uint32_t *data, size_t n, uint8
     return i;
 }
 
+#if defined(__x86_64__) || defined(_M_X64)
 /* Any code units, 16 at a time, with AVX-512 (F, BW, VBMI2): each widened to
  * a lane of its UTF-8 bytes (1 to 4), then the lanes' used bytes packed by
  * one compress (about 15 cycles a block, where a step per character took 5
@@ -179,6 +180,7 @@ static inline size_t utf8_wide_blocks_u32(const uint32_t *data, size_t n, uint8_
     *out = o;
     return i;
 }
+#endif  /* x86-64 */
 
 #elif defined(__aarch64__) && defined(__ARM_NEON)
 #include <arm_neon.h>
