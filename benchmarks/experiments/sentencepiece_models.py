@@ -26,14 +26,13 @@ import argparse
 import os
 import statistics
 import tempfile
-import time
 import timeit
 
 import sentencepiece
 import tokenizers
 
 import bpe
-from _measure import fresh_copies
+from _measure import fresh_copies, timed_over
 from fetched import member
 from real_tokenizers import samples
 from sentencepiece_json import to_tokenizer_json
@@ -42,13 +41,6 @@ SHORT = ["hi", "The quick brown fox jumps over the lazy dog, then naps in the su
 CALLS = 2000
 MODELS = {"mistral_v1": "mistral_common/data/tokenizer.model.v1",
           "mistral_v3": "mistral_common/data/mistral_instruct_tokenizer_240323.model.v3"}
-
-
-def timed(function, documents) -> float:
-    started = time.perf_counter()
-    for document in documents:
-        function(document)
-    return time.perf_counter() - started
 
 
 def main() -> None:
@@ -86,8 +78,8 @@ def main() -> None:
                     ours.clear_cache()
                     ours_json.clear_cache()
                     hf["object"] = tokenizers.Tokenizer.from_str(converted)
-                    cold[engine].append(timed(function, fresh_copies(documents)))
-                    warm[engine].append(timed(function, documents))
+                    cold[engine].append(timed_over(function, fresh_copies(documents)))
+                    warm[engine].append(timed_over(function, documents))
             for engine in engines:
                 print(f"{model:11s} {corpus:13s} {size:4.1f} {engine:30s} "
                       f"{size / min(cold[engine]):7.1f} / {size / statistics.median(cold[engine]):5.1f}   "
