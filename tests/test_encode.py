@@ -21,7 +21,7 @@ from bpe.encoder import Encoder, EncoderOptions
 from bpe.flat import flatten
 
 from conftest import SHAKESPEARE, on_miss_path, random_corpus, sessions_of, small_short_caches
-from test_native_pretok import PIECES
+from test_native_pretok import PIECES, simd
 from tiktoken_reference import get_encoding
 
 NAMES = ["gpt2", "cl100k_base", "o200k_base"]
@@ -452,16 +452,6 @@ any_code_points = st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=
                                                  blacklist_categories=()), max_size=30)
 str_kinds = st.one_of(any_code_points, st.text(alphabet="ab \x7f\x80\xe9\xff", max_size=30),
                       st.text(alphabet="a\u0100\ud800\udc00\ud83d\ude00\U0001f600", max_size=30))
-
-
-@contextlib.contextmanager
-def simd(path: str):
-    """Scans, and the writing of a str's UTF-8, take the SIMD path ``path`` inside the block."""
-    previous = _scanner.select_simd(path)
-    try:
-        yield
-    finally:
-        _scanner.select_simd(previous)
 
 
 # A str's UTF-8 is written 16 code units at a time with AVX-512 where the

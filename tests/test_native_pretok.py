@@ -36,7 +36,8 @@ def native_split(text: str, name: str, batches: bool = True) -> list[str]:
 
 @contextlib.contextmanager
 def simd(path: str):
-    """Scans use the block classifier ``path`` inside the block."""
+    """Scans use the block classifier ``path`` inside the block (and a str's
+    UTF-8 is written as that path writes it)."""
     previous = _scanner.select_simd(path)
     try:
         yield

@@ -109,24 +109,33 @@ def test_a_document_lets_other_threads_run_and_a_clear_during_it_holds():
     tok, reference, _ = pair_of("cl100k_base")
     document = open(SHAKESPEARE, encoding="utf-8").read(tok._short.longest)
     expected = reference.encode(document, allowed_special="all")
+    results = short_calls_while(tok, reference, lambda: tok.encode_to_numpy(document).tolist() == expected,
+                                clear_every=50)
+    assert results and all(results)
+    assert tok._short(document) == expected
+
+
+def short_calls_while(tok, reference, document_right, clear_every: int) -> list:
+    """300 short calls, each checked against ``reference``, a clear_cache every
+    ``clear_every``, while another thread encodes a document again and again
+    (``document_right()``: whether its ids were right); what it returned."""
     results, stop = [], threading.Event()
 
     def documents():
         while not stop.is_set():
-            results.append(tok.encode_to_numpy(document).tolist() == expected)
+            results.append(document_right())
 
     thread = threading.Thread(target=documents)
     thread.start()
     try:
         for i in range(300):
             assert tok.encode(f"short {i}") == reference.encode(f"short {i}")
-            if i % 50 == 0:
+            if i % clear_every == clear_every - 1:
                 tok.clear_cache()
     finally:
         stop.set()
         thread.join()
-    assert results and all(results)
-    assert tok._short(document) == expected
+    return results
 
 
 def test_a_document_too_long_for_the_short_calls_is_encoded_in_their_session():
@@ -146,22 +155,8 @@ def test_a_document_too_long_for_the_short_calls_is_encoded_in_their_session():
     cached = tok._short.cached_pieces
     assert tok.encode_to_numpy(long_document).tolist() == reference.encode(long_document)
     assert tok._short.cached_pieces > cached and not tok.encoder._idle_sessions
-    expected, results, stop = reference.encode(long_document), [], threading.Event()
-
-    def long_documents():
-        while not stop.is_set():
-            results.append(tok.encode(long_document) == expected)
-
-    thread = threading.Thread(target=long_documents)
-    thread.start()
-    try:
-        for i in range(300):
-            assert tok.encode(f"short {i}") == reference.encode(f"short {i}")
-            if i % 100 == 99:
-                tok.clear_cache()
-    finally:
-        stop.set()
-        thread.join()
+    expected = reference.encode(long_document)
+    results = short_calls_while(tok, reference, lambda: tok.encode(long_document) == expected, clear_every=100)
     assert results and all(results)
     assert tok._short(short_document) == reference.encode(short_document)   # not left busy
     # A loan ends by take_back, or by a clear_cache (a loan left open by an
