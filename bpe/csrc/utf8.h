@@ -143,43 +143,28 @@ static inline int utf8_wide_surrogates(__m512i c) {
                                    _mm512_set1_epi32(0xD800)) != 0;
 }
 
-BPE_TARGET("avx512f,avx512bw,avx512vbmi2,popcnt")
-static inline size_t utf8_wide_blocks_u8(const uint8_t *data, size_t n, uint8_t **out) {
-    uint8_t *o = *out;
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16)   /* no surrogates in one-byte storage */
-        o = utf8_wide_put(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(data + i))), o);
-    *out = o;
-    return i;
-}
-
-BPE_TARGET("avx512f,avx512bw,avx512vbmi2,popcnt")
-static inline size_t utf8_wide_blocks_u16(const uint16_t *data, size_t n, uint8_t **out) {
-    uint8_t *o = *out;
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        __m512i c = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(data + i)));
-        if (utf8_wide_surrogates(c))
-            break;
-        o = utf8_wide_put(c, o);
+/* One loop a storage width: its code units widened to 32-bit lanes by
+ * ``load``; ``checked`` where the width can hold a surrogate. */
+#define UTF8_WIDE_BLOCKS(name, unit, load, checked)                                      \
+    BPE_TARGET("avx512f,avx512bw,avx512vbmi2,popcnt")                                     \
+    static inline size_t name(const unit *data, size_t n, uint8_t **out) {               \
+        uint8_t *o = *out;                                                               \
+        size_t i = 0;                                                                    \
+        for (; i + 16 <= n; i += 16) {                                                   \
+            __m512i c = load(data + i);                                                  \
+            if ((checked) && utf8_wide_surrogates(c))                                    \
+                break;                                                                   \
+            o = utf8_wide_put(c, o);                                                     \
+        }                                                                                \
+        *out = o;                                                                        \
+        return i;                                                                        \
     }
-    *out = o;
-    return i;
-}
-
-BPE_TARGET("avx512f,avx512bw,avx512vbmi2,popcnt")
-static inline size_t utf8_wide_blocks_u32(const uint32_t *data, size_t n, uint8_t **out) {
-    uint8_t *o = *out;
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        __m512i c = _mm512_loadu_si512((const void *)(data + i));
-        if (utf8_wide_surrogates(c))
-            break;
-        o = utf8_wide_put(c, o);
-    }
-    *out = o;
-    return i;
-}
+#define UTF8_WIDE_LOAD_U8(p) _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(p)))
+#define UTF8_WIDE_LOAD_U16(p) _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(p)))
+#define UTF8_WIDE_LOAD_U32(p) _mm512_loadu_si512((const void *)(p))
+UTF8_WIDE_BLOCKS(utf8_wide_blocks_u8, uint8_t, UTF8_WIDE_LOAD_U8, 0)
+UTF8_WIDE_BLOCKS(utf8_wide_blocks_u16, uint16_t, UTF8_WIDE_LOAD_U16, 1)
+UTF8_WIDE_BLOCKS(utf8_wide_blocks_u32, uint32_t, UTF8_WIDE_LOAD_U32, 1)
 #endif  /* x86-64 */
 
 #elif defined(__aarch64__) && defined(__ARM_NEON)
