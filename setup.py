@@ -30,7 +30,7 @@ extensions = [
               # _memory hands numpy an allocator for id arrays (PyDataMem_SetHandler).
               include_dirs=[numpy.get_include()] if name == "_memory" else [])
     for name in ("_memory", "_types", "_scanner", "_session", "_encode", "_lists", "_decode", "_train", "_rankfile",
-                 "_jsonl", "_calls")
+                 "_jsonl", "_parquet", "_calls")
 ]
 
 

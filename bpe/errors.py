@@ -46,6 +46,18 @@ class TokenArrayError(BpeError, ValueError):
     run, or a corrupt sidecar); names the file at fault."""
 
 
+class CorpusFileError(BpeError, ValueError):
+    """A corpus file that cannot be read as what it is named (a ``.parquet`` that
+    is no Parquet, or is damaged); names the file and where in it."""
+
+    def __init__(self, path: str, where: str, reason: str):
+        self.path, self.where, self.reason = path, where, reason
+        super().__init__(f"{path}, {where}: {reason}")
+
+    def __reduce__(self):
+        return type(self), (self.path, self.where, self.reason)
+
+
 class CorpusRecordError(BpeError, ValueError):
     """A record of a corpus (a line of JSON Lines, a row of Parquet) that holds no
     text where asked; names the file, the record and the field."""

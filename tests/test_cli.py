@@ -1,4 +1,5 @@
 """The ``bpe`` command end to end, in subprocesses."""
+import base64
 import os
 import subprocess
 import sys
@@ -101,6 +102,15 @@ def test_our_errors_are_one_line_and_bugs_keep_their_traceback(tmp_path, monkeyp
         cli.main(["inspect", "gpt2"])
 
 
+#: A Parquet file of one row, "x", its page compressed with snappy, as pyarrow 26
+#: writes it (``compression="snappy", write_statistics=False, store_schema=False,
+#: use_dictionary=False``): a codec bpe leaves to pyarrow.
+_SNAPPY_PARQUET = base64.b64decode(
+    "UEFSMRUAFRYVGiwVAhUAFQYVBhwAAAALKAIAAAACAQEAAAB4FQQZLDUAGAZzY2hlbWEVAgAVDCUCGAR0ZXh0JQBMHAAAABYCGRwZHCYAHBUM"
+    "GSUGABkYBHRleHQVAhYCFjwWQCYISRwVABUAFQIAPBYCGQYZJgACAAAAFjwWAiYIFkAAKCBwYXJxdWV0LWNwcC1hcnJvdyB2ZXJzaW9uIDI2"
+    "LjAuMRkcHAAAAIgAAABQQVIx")
+
+
 def test_a_missing_optional_package_is_one_line_naming_the_extra(tmp_path):
     # zstandard, pyarrow and ray hidden (each a package whose import fails), as
     # on an install without the extras: a line naming the file or option and
@@ -110,14 +120,14 @@ def test_a_missing_optional_package_is_one_line_naming_the_extra(tmp_path):
         (hidden / name).mkdir(parents=True)
         (hidden / name / "__init__.py").write_text(f"raise ImportError('no {name} here')\n")
     (tmp_path / "a.jsonl.zst").write_bytes(b"\x28\xb5\x2f\xfd" + b"\x00" * 8)
-    (tmp_path / "b.parquet").write_bytes(b"PAR1" + b"\x00" * 8 + b"PAR1")
+    (tmp_path / "b.parquet").write_bytes(_SNAPPY_PARQUET)
     (tmp_path / "c.txt").write_text("some text\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(hidden), *sys.path])}
     for args, expected in [
         (["encode", str(tmp_path / "a.jsonl.zst"), "--tokenizer", "gpt2", "-o", str(tmp_path / "a.bin")],
          'a.jsonl.zst: reading zstd needs the zstandard package: pip install "bpe[formats]"'),
         (["encode", str(tmp_path / "b.parquet"), "--tokenizer", "gpt2", "-o", str(tmp_path / "b.bin")],
-         "b.parquet: reading Parquet needs the pyarrow package"),
+         "b.parquet: reading Parquet compressed with snappy needs the pyarrow package"),
         (["train", str(tmp_path / "a.jsonl.zst"), "--vocab-size", "300", "-o", str(tmp_path / "t")],
          "reading zstd needs the zstandard package"),
         (["encode", str(tmp_path / "c.txt"), "--tokenizer", "gpt2", "-o", str(tmp_path / "c.bin"), "--ray"],

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import bpe
 from bpe.corpus import records, sources
-from bpe.errors import CorpusDecodeError, CorpusRecordError
+from bpe.errors import CorpusDecodeError, CorpusFileError, CorpusRecordError
 
 from conftest import SHAKESPEARE
 
@@ -234,19 +234,32 @@ def test_a_parquet_null_row_and_a_missing_column_are_named(tok, tmp_path):
         tok.encode_file(path, tmp_path / "out.bin", text_field="content", errors="replace")
     assert "errors='replace'" not in str(error.value)       # not a record to skip: the file's schema
     (tmp_path / "fake.parquet").write_bytes(b"not parquet at all")
-    with pytest.raises(CorpusRecordError, match="not a Parquet file"):
+    with pytest.raises(CorpusFileError, match="fake.parquet, the file: not a Parquet file"):
         tok.encode_file(tmp_path / "fake.parquet", tmp_path / "out2.bin")
 
 
 def test_a_missing_optional_reader_is_named(tok, tmp_path, monkeypatch):
     (tmp_path / "a.jsonl.zst").write_bytes(zstandard.ZstdCompressor().compress(b'{"text": "x"}\n'))
-    write_parquet(tmp_path / "b.parquet", ["x"])
-    monkeypatch.setitem(sys.modules, "zstandard", None)
+    write_parquet(tmp_path / "b.parquet", ["x"])                                  # snappy: pyarrow's default
+    parquet.write_table(pyarrow.table({"text": ["y"]}), tmp_path / "c.parquet", compression="zstd")
+    parquet.write_table(pyarrow.table({"text": ["z"]}), tmp_path / "d.parquet",
+                        column_encoding={"text": "DELTA_BYTE_ARRAY"}, use_dictionary=False)
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
     monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
-    with pytest.raises(ImportError, match=r'a.jsonl.zst: reading zstd needs the zstandard package: pip install "bpe\[formats\]"'):
-        tok.encode_file(tmp_path / "a.jsonl.zst", tmp_path / "out.bin")
-    with pytest.raises(ImportError, match=r"b.parquet: reading Parquet needs the pyarrow package"):
+    # bpe reads a Parquet file of zstd pages itself ...
+    tok.encode_file(tmp_path / "c.parquet", tmp_path / "out.bin")
+    assert bpe.open_tokens(tmp_path / "out.bin").tolist() == expected_records(tok, ["y"])[0]
+    # ... and names pyarrow for a codec or an encoding it leaves to pyarrow.
+    with pytest.raises(ImportError, match=r'b.parquet: reading Parquet compressed with snappy needs the pyarrow '
+                                          r'package: pip install "bpe\[formats\]"'):
         tok.encode_file(tmp_path / "b.parquet", tmp_path / "out.bin")
+    with pytest.raises(ImportError, match=r"d.parquet: reading this Parquet file needs the pyarrow package"):
+        tok.encode_file(tmp_path / "d.parquet", tmp_path / "out.bin")
+    monkeypatch.setitem(sys.modules, "zstandard", None)
+    for name in ("a.jsonl.zst", "c.parquet"):
+        with pytest.raises(ImportError, match=rf'{name}: reading zstd needs the zstandard package: '
+                                              r'pip install "bpe\[formats\]"'):
+            tok.encode_file(tmp_path / name, tmp_path / "out.bin")
 
 
 # --------------------------------------------------------------------------- directories

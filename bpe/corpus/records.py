@@ -39,16 +39,17 @@ import numpy as np
 
 from bpe._jsonl import text_fields
 from bpe._scanner import first_invalid_utf8
+from bpe.corpus import parquet
 from bpe.corpus.chunking import find_boundary
-from bpe.errors import CorpusDecodeError, CorpusRecordError, MissingExtraError
-from bpe.files import check_errors, checked_utf8
+from bpe.errors import CorpusDecodeError, CorpusFileError, CorpusRecordError, MissingExtraError
+from bpe.files import check_errors, checked_utf8, read_into
 from bpe.patterns import find_safe_cut
 from bpe.corpus.sources import Source
 
 #: Bytes read from a stream at a time: a unit of text, or of JSON Lines (as
 #: large as encode_file's chunks) ...
 READ_BYTES = 2 << 20
-#: ... in pieces of this many (see ``read_into``).
+#: ... in pieces of this many (see ``bpe.files.read_into``).
 READ_PIECE = 256 << 10
 #: Characters of Python texts in one unit.
 TEXT_CHARS = 2 << 20
@@ -125,21 +126,6 @@ def open_stream(source: Source, digest: Optional[Digest] = None):
     return zstandard.ZstdDecompressor().stream_reader(raw, read_size=READ_PIECE, read_across_frames=True)
 
 
-def read_into(stream, view: memoryview) -> int:
-    """Fill ``view`` from ``stream`` (short only at its end), a piece of
-    ``READ_PIECE`` bytes at a time: zstandard's decompressor holds the GIL for
-    a whole read, and a worker waiting for it to start or finish a kernel call
-    waited as long (reading 4 MiB at once, a third of the wall time of
-    encoding a .jsonl.zst was spent so)."""
-    filled = 0
-    while filled < len(view):
-        n = stream.readinto(view[filled:filled + READ_PIECE])
-        if not n:
-            break
-        filled += n
-    return filled
-
-
 def field_of(record, field: Sequence[str]):
     """``record[a][b]...`` for the dotted path ``field``, or None where it is missing."""
     value = record
@@ -169,9 +155,9 @@ class Pieces:
 class Records:
     """Records: ``kind`` "jsonl" (``data``: bytes of whole lines, the first of
     them line ``first``, at byte ``offset`` of the decompressed file), "parquet"
-    (``data``: a pyarrow array of the column's chunk, its first row
-    ``first``), "texts" (``data``: a list of str), or "pieces" (``data``:
-    ``Pieces``, parsed already)."""
+    (``data``: ``bpe.corpus.parquet.Values``, which know their rows), "texts"
+    (``data``: a list of str), or "pieces" (``data``: ``Pieces``, parsed
+    already)."""
 
     kind: str
     data: object
@@ -200,7 +186,7 @@ class Records:
         elif self.kind == "pieces":
             self.n_chars = len(self.data.data)
         else:
-            self.n_chars = len(self.data) if self.kind == "jsonl" else self.data.nbytes
+            self.n_chars = len(self.data) if self.kind == "jsonl" else len(self.data.data)
 
     def record_bounds(self) -> Optional[tuple[np.ndarray, np.ndarray]]:
         """``(starts, ends)`` of ``Pieces``: which texts start, and end, a record;
@@ -231,25 +217,17 @@ class Records:
             return None if found is None else (*found, [])
         if self.kind != "parquet":
             return None
-        column = self.data
-        problems: list[str] = []
-        if column.null_count:
-            problems = self._refuse_nulls(column)
-            column = column.drop_null()
-        import pyarrow
-
-        if pyarrow.types.is_string_view(column.type):
-            column = column.cast(pyarrow.large_string())
-        _, offset_buffer, data_buffer = column.buffers()
-        wide = pyarrow.types.is_large_string(column.type)
-        offsets = np.frombuffer(offset_buffer, dtype=np.int64 if wide else np.int32)[
-            column.offset:column.offset + len(column) + 1]
-        start, end = (int(offsets[0]), int(offsets[-1])) if len(offsets) else (0, 0)
-        data = np.frombuffer(data_buffer, dtype=np.uint8)[start:end] if data_buffer is not None and end > start \
-            else np.empty(0, np.uint8)
-        if first_invalid_utf8(data) >= 0:           # rare: each record decoded on its own, named
+        values = self.data
+        if first_invalid_utf8(values.data) >= 0:     # rare: each record decoded on its own, named
             return None
-        return data, (offsets - start).astype(np.int64), problems
+        data = values.data
+        if self.recycle is not None:                 # its block goes back to the reader at ``done``
+            if text is not None and len(text) >= len(data):
+                text[:len(data)] = data
+                data = text[:len(data)]
+            else:
+                data = data.copy()
+        return data, values.offsets, values.problems
 
     def _jsonl_texts(self) -> tuple[list[str], list[str]]:
         loads = json.loads          # bpe._jsonl's rule: what this accepts, and how it reads it
@@ -294,31 +272,17 @@ class Records:
         return texts, problems
 
     def _parquet_texts(self) -> tuple[list[str], list[str]]:
-        column = self.data
-        problems = self._refuse_nulls(column) if column.null_count else []
+        values = self.data
+        raw, bounds = values.data.tobytes(), values.offsets.tolist()
         texts = []
-        for row, value in enumerate(column.cast(_binary(column)).to_pylist(), start=self.first):
-            if value is None:
-                continue
+        for k, (start, end) in enumerate(zip(bounds, bounds[1:])):
+            value = raw[start:end]
             bad = first_invalid_utf8(value)
             if bad >= 0 and self.errors == "strict":
-                raise CorpusDecodeError(f"{self.path}, row {row}, field {'.'.join(self.field)!r}", bad,
+                raise CorpusDecodeError(f"{self.path}, row {values.row(k)}, field {'.'.join(self.field)!r}", bad,
                                         "invalid byte")
             texts.append(value.decode("utf-8", "replace"))
-        return texts, problems
-
-    def _refuse_nulls(self, column) -> list[str]:
-        dotted = ".".join(self.field)
-        rows = [self.first + k for k, valid in enumerate(column.is_valid().to_pylist()) if not valid]
-        if self.errors == "strict":
-            raise CorpusRecordError(self.path, f"row {rows[0]}", dotted, "null")
-        return [f"{self.path}, row {row}, field {dotted!r}: null" for row in rows]
-
-
-def _binary(column):
-    import pyarrow
-
-    return pyarrow.large_binary() if not pyarrow.types.is_string(column.type) else pyarrow.binary()
+        return texts, values.problems
 
 
 def jsonl_units(source: Source, field: tuple, errors: str, digest: Optional[Digest]) -> Iterator[Records]:
@@ -334,7 +298,7 @@ def jsonl_units(source: Source, field: tuple, errors: str, digest: Optional[Dige
             size = max(READ_BYTES, 2 * len(tail))                         # a line longer than that: room
             block = spare.pop() if spare and len(spare[-1]) >= size else np.empty(size, np.uint8)
             block[:len(tail)] = tail
-            n = read_into(stream, memoryview(block)[len(tail):])
+            n = read_into(stream, memoryview(block)[len(tail):], READ_PIECE)
             end = len(tail) + n
             newlines = np.flatnonzero(block[:end] == 10)
             cut = end if n == 0 else (int(newlines[-1]) + 1 if len(newlines) else 0)
@@ -350,57 +314,90 @@ def jsonl_units(source: Source, field: tuple, errors: str, digest: Optional[Dige
 
 def parquet_units(source: Source, field: tuple, errors: str) -> Iterator[Records]:
     """A Parquet file's column ``field`` (a struct's field for a dotted path) as
-    ``Records`` of about ``READ_BYTES`` of text, read in batches of rows."""
+    ``Records`` of about ``READ_BYTES`` of text: read page by page by
+    ``bpe.corpus.parquet``, or by pyarrow where that does not read the file."""
+    plan = parquet.read_plan(source.path, field)
+    if plan is None:
+        yield from pyarrow_units(source, field, errors)
+        return
+    spare: list = []            # blocks their workers are done with (``Records.done``)
+    for values in parquet.value_blocks(plan, errors, READ_BYTES, spare):
+        recycle = (spare, values.block) if values.block is not None else None
+        yield Records("parquet", values, source.path, field, errors, recycle=recycle)
+
+
+def pyarrow_units(source: Source, field: tuple, errors: str) -> Iterator[Records]:
+    """``parquet_units`` of a file read by pyarrow, in batches of rows."""
     try:
         import pyarrow
         import pyarrow.compute as compute
-        import pyarrow.parquet as parquet
+        import pyarrow.parquet as parquet_module
     except ImportError:
-        raise MissingExtraError(f"{source.path}: reading Parquet needs the pyarrow package: "
-                          'pip install "bpe[formats]" (or pyarrow)') from None
+        raise MissingExtraError(f"{source.path}: reading this Parquet file needs the pyarrow package: "
+                                'pip install "bpe[formats]" (or pyarrow)') from None
     dotted = ".".join(field)
     try:
         # Read through a buffer of 1 MiB, a page at a time: pyarrow's default
         # (pre_buffer, which reads a whole column chunk ahead into buffers of
         # its own) took five times as long in a fresh process.
-        file = parquet.ParquetFile(source.path, pre_buffer=False, buffer_size=1 << 20)
+        file = parquet_module.ParquetFile(source.path, pre_buffer=False, buffer_size=1 << 20)
     except (pyarrow.ArrowException, OSError) as e:
-        raise CorpusRecordError(source.path, "the file", dotted, f"not a Parquet file ({e})", False) from None
-    names = file.schema_arrow.names
-    if field[0] not in names:
-        raise CorpusRecordError(source.path, "the schema", dotted,
-                                f"no column {field[0]!r} (columns: {', '.join(names[:10])})", False)
+        raise CorpusFileError(source.path, "the file", f"not a Parquet file ({e})") from None
     # Batches of about READ_BYTES of text by the file's own average row, decoded
-    # on this thread (pyarrow's threads would take the workers' cores). A row
-    # group at a time (read_row_group) decoded the group's column at once: on
-    # prose_en, 0.43 s and 345 MiB to read what batches read in 0.16 s and 249.
+    # on this thread (pyarrow's threads would take the workers' cores).
     metadata = file.metadata
     text_bytes = sum(metadata.row_group(g).total_byte_size for g in range(metadata.num_row_groups))
     batch_rows = int(min(max(READ_BYTES * max(metadata.num_rows, 1) // max(text_bytes, 1), 1), 1 << 16))
-    row = 1
-    # pyarrow's allocator (mimalloc) keeps the pages of the batches freed, ~100
-    # MiB over a row group of code: they are given back batch by batch.
+    row = 0
+    null_rows: list = []
+    # pyarrow's allocator (mimalloc) keeps the pages of the batches freed: they
+    # are given back batch by batch.
     pool = pyarrow.default_memory_pool()
-    for batch in file.iter_batches(batch_size=batch_rows, columns=[field[0]], use_threads=False):
+    batches = file.iter_batches(batch_size=batch_rows, columns=[field[0]], use_threads=False)
+    while True:
+        try:
+            batch = next(batches, None)
+        except (pyarrow.ArrowException, OSError) as e:
+            raise CorpusFileError(source.path, f"row {row + 1} on", f"pyarrow cannot read it ({e})") from None
+        if batch is None:
+            break
         pool.release_unused()
         column = batch.column(0)
-        for key in field[1:]:
-            if not pyarrow.types.is_struct(column.type) or column.type.get_field_index(key) < 0:
-                raise CorpusRecordError(source.path, "the schema", dotted,
-                                        f"no field {key!r} in {column.type}", False)
-            column = column.field(key)
-        if not (pyarrow.types.is_string(column.type) or pyarrow.types.is_large_string(column.type)
-                or pyarrow.types.is_string_view(column.type)):
-            raise CorpusRecordError(source.path, "the schema", dotted, f"a column of {column.type}, not text",
-                                    False)
+        for key in field[1:]:                   # the schema was checked by ``parquet.read_plan``
+            column = compute.struct_field(column, key)     # null where the struct is (``.field`` gives "")
+        problems = []
+        if column.null_count:
+            rows = [row + k for k, valid in enumerate(column.is_valid().to_pylist()) if not valid]
+            if errors == "strict":
+                raise CorpusRecordError(source.path, f"row {rows[0] + 1}", dotted, "null")
+            null_rows.extend(rows)
+            problems = [f"{source.path}, row {r + 1}, field {dotted!r}: null" for r in rows]
+            column = column.drop_null()
+        if not len(column):
+            if problems:
+                yield Records("parquet", parquet.Values(np.empty(0, np.uint8), np.zeros(1, np.int64), 0, null_rows,
+                                                        problems), source.path, field, errors)
+            row += len(batch)
+            continue
+        if pyarrow.types.is_string_view(column.type):
+            column = column.cast(pyarrow.large_string())
+        _, offset_buffer, data_buffer = column.buffers()
+        wide = pyarrow.types.is_large_string(column.type) or pyarrow.types.is_large_binary(column.type)
+        offsets = np.frombuffer(offset_buffer, dtype=np.int64 if wide else np.int32)[
+            column.offset:column.offset + len(column) + 1].astype(np.int64)
+        data = np.frombuffer(data_buffer, np.uint8) if data_buffer is not None else np.empty(0, np.uint8)
         # Units of about READ_BYTES of text, however long the rows are.
-        lengths = np.asarray(compute.binary_length(column).fill_null(0), dtype=np.int64)
-        cuts = np.searchsorted(np.cumsum(lengths), np.arange(READ_BYTES, lengths.sum() + 1, READ_BYTES)) + 1
+        cuts = np.unique(np.searchsorted(offsets - offsets[0], np.arange(READ_BYTES, offsets[-1] - offsets[0] + 1,
+                                                                         READ_BYTES)))
+        first = row - len(null_rows) + len(problems)       # values (not nulls) before this batch
         for start, stop in zip([0, *cuts.tolist()], [*cuts.tolist(), len(column)]):
-            if stop > start:
-                yield Records("parquet", column.slice(start, stop - start), source.path, field, errors,
-                              row + start)
-        row += len(column)
+            if stop > start or problems:
+                base = int(offsets[start])
+                yield Records("parquet", parquet.Values(data[base:int(offsets[stop])], offsets[start:stop + 1] - base,
+                                                        first + start, null_rows, problems), source.path, field,
+                              errors)
+                problems = []
+        row += len(batch)
 
 
 def split_long(found: Iterator[Records], pattern: Optional[str]) -> Iterator[Records]:
@@ -465,7 +462,7 @@ def text_stretches(source: Source, special_tokens: Sequence[str], separator: Opt
     buffer = bytearray(READ_BYTES)
     with open_stream(source, digest) as stream:
         while True:
-            n = read_into(stream, memoryview(buffer))
+            n = read_into(stream, memoryview(buffer), READ_PIECE)
             data = pending + buffer[:n] if pending else bytes(buffer[:n])
             if not n:
                 if data:

@@ -1,0 +1,741 @@
+"""A Parquet file's text column, read page by page as a stream of values.
+
+Why not pyarrow: it decompresses a page whole before it hands out a row, and
+its writer ends a page only every 1,024 rows, so a row group of long
+documents is one page (code_linux's largest: 356 MB of text, 1.3 GB of
+memory to read). Here a page's values are decompressed a block at a time
+(zstd, gzip, or none; other codecs, whole, by pyarrow's codecs), and
+``bpe._parquet`` moves them end to end, so a unit of records is about
+``READ_BYTES`` of text however the file was written, and pyarrow is not
+imported for the usual files.
+
+What this reads: the footer (``FileMetaData``, in Thrift's compact protocol),
+the column at ``field`` (a leaf of BYTE_ARRAY; dotted for a struct's field;
+required or optional, at any depth, never inside a list), and its pages:
+dictionary, data (v1 and v2), PLAIN or dictionary encoded. A file this does
+not read (another encoding, the deprecated LZO or Hadoop LZ4 codecs, column
+data in another file, an encrypted footer) is read by pyarrow instead
+(``bpe.corpus.records``), as a file of any layout was before. A damaged file
+stops the run with an error naming the file and the page's offset.
+"""
+from __future__ import annotations
+
+import dataclasses
+import io
+import os
+import struct
+import zlib
+from typing import Iterator, Optional
+
+import numpy as np
+
+from bpe._parquet import gather_plain, hybrid, plain_values
+from bpe.errors import CorpusFileError, CorpusRecordError, MissingExtraError
+from bpe.files import read_into
+
+MAGIC = b"PAR1"
+
+# Thrift's compact protocol: the types of a field.
+STOP, TRUE, FALSE, BYTE, I16, I32, I64, DOUBLE, BINARY, LIST, SET, MAP, STRUCT = range(13)
+# parquet.thrift's enums, and the fields of its structs (numbered as there).
+BYTE_ARRAY = 6
+REQUIRED, OPTIONAL, REPEATED = 0, 1, 2
+UTF8 = 0                                     # ConvertedType: a text column's annotation
+DATA_PAGE, INDEX_PAGE, DICTIONARY_PAGE, DATA_PAGE_V2 = 0, 1, 2, 3
+PLAIN, PLAIN_DICTIONARY, RLE, RLE_DICTIONARY = 0, 2, 3, 8
+READ_ENCODINGS = {PLAIN, PLAIN_DICTIONARY, RLE, RLE_DICTIONARY}
+UNCOMPRESSED, SNAPPY, GZIP, LZO, BROTLI, LZ4, ZSTD, LZ4_RAW = range(8)
+#: Codecs decompressed whole by pyarrow (``pyarrow.Codec``'s names).
+WHOLE_PAGE_CODECS = {SNAPPY: "snappy", BROTLI: "brotli", LZ4_RAW: "lz4_raw"}
+TYPE_NAMES = {0: "bool", 1: "int32", 2: "int64", 3: "int96", 4: "float", 5: "double", 6: "binary",
+              7: "fixed_size_binary"}
+
+#: A page header is read this many bytes at a time (more if it holds long statistics).
+HEADER_READ = 1 << 12
+#: Bytes of a page decompressed at a time.
+PIECE = 256 << 10
+
+
+class Truncated(Exception):
+    """Thrift ran past the bytes at hand."""
+
+
+# --------------------------------------------------------------------------- Thrift's compact protocol
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if pos >= len(data):
+            raise Truncated
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, pos
+        shift += 7
+
+
+def _zigzag(data: bytes, pos: int) -> tuple[int, int]:
+    value, pos = _varint(data, pos)
+    return (value >> 1) ^ -(value & 1), pos
+
+
+def _value(data: bytes, pos: int, kind: int):
+    if kind in (TRUE, FALSE):                # in a list, a bool is a byte of its own
+        if pos >= len(data):
+            raise Truncated
+        return data[pos] == TRUE, pos + 1
+    if kind == BYTE:
+        if pos >= len(data):
+            raise Truncated
+        return data[pos], pos + 1
+    if kind in (I16, I32, I64):
+        return _zigzag(data, pos)
+    if kind == DOUBLE:
+        if pos + 8 > len(data):
+            raise Truncated
+        return struct.unpack_from("<d", data, pos)[0], pos + 8
+    if kind == BINARY:
+        n, pos = _varint(data, pos)
+        if pos + n > len(data):
+            raise Truncated
+        return data[pos:pos + n], pos + n
+    if kind in (LIST, SET):
+        if pos >= len(data):
+            raise Truncated
+        size, element = data[pos] >> 4, data[pos] & 0x0F
+        pos += 1
+        if size == 15:
+            size, pos = _varint(data, pos)
+        items = []
+        for _ in range(size):
+            item, pos = _value(data, pos, element)
+            items.append(item)
+        return items, pos
+    if kind == MAP:
+        size, pos = _varint(data, pos)
+        if size == 0:
+            return {}, pos
+        if pos >= len(data):
+            raise Truncated
+        key_kind, value_kind = data[pos] >> 4, data[pos] & 0x0F
+        pos += 1
+        items = {}
+        for _ in range(size):
+            key, pos = _value(data, pos, key_kind)
+            items[key], pos = _value(data, pos, value_kind)
+        return items, pos
+    if kind == STRUCT:
+        return read_struct(data, pos)
+    raise ValueError(f"a Thrift field of unknown type {kind}")
+
+
+def read_struct(data: bytes, pos: int = 0) -> tuple[dict, int]:
+    """A struct of Thrift's compact protocol at ``data[pos:]``: ``{field id: value}``
+    (nested structs as dicts, lists as lists), and the position after it.
+    Raises ``Truncated`` when ``data`` ends first, ValueError on nonsense."""
+    fields: dict = {}
+    last = 0
+    while True:
+        if pos >= len(data):
+            raise Truncated
+        byte = data[pos]
+        pos += 1
+        if byte == STOP:
+            return fields, pos
+        kind, delta = byte & 0x0F, byte >> 4
+        if delta:
+            last += delta
+        else:
+            last, pos = _zigzag(data, pos)
+        if kind in (TRUE, FALSE):            # a struct's bool is in its field's type
+            fields[last] = kind == TRUE
+        else:
+            fields[last], pos = _value(data, pos, kind)
+
+
+# --------------------------------------------------------------------------- the file's plan
+
+@dataclasses.dataclass
+class ColumnChunk:
+    """One row group's part of the column: its pages lie in ``[start, end)``."""
+
+    codec: int
+    start: int
+    end: int
+    num_values: int
+    first_row: int                   # of the file, 0-based
+
+
+@dataclasses.dataclass
+class Plan:
+    """What to read of a file: the text column's chunks, and its definition levels'
+    largest value (the optional fields on its path: a value is there only at
+    that level)."""
+
+    path: str
+    dotted: str
+    chunks: list
+    max_definition: int
+
+
+def _schema_error(path: str, dotted: str, why: str) -> CorpusRecordError:
+    return CorpusRecordError(path, "the schema", dotted, why, False)
+
+
+def read_plan(path: str, field: tuple) -> Optional[Plan]:
+    """The plan of reading ``field`` of the Parquet file at ``path``; None where
+    this module does not read the file (see the module's docstring: pyarrow
+    does). Raises ``CorpusRecordError`` for a file that is no Parquet, or has
+    no text at ``field``."""
+    dotted = ".".join(field)
+    metadata = _footer(path, dotted)
+    if metadata is None:
+        return None
+    try:
+        return _plan(path, field, dotted, metadata)
+    except (CorpusFileError, CorpusRecordError):
+        raise
+    except (TypeError, AttributeError, ValueError, KeyError, IndexError):    # metadata of the wrong shape
+        raise _damaged(path, dotted, "the footer", "its metadata is not Parquet's") from None
+
+
+def _plan(path: str, field: tuple, dotted: str, metadata: dict) -> Optional[Plan]:
+    schema = metadata.get(2, [])
+    # The schema is a tree flattened depth first: each element's children follow it.
+    leaves, stack = [], []            # leaves: the elements from the top down to each leaf
+    for element in schema[1:]:
+        while stack and stack[-1][1] == 0:
+            stack.pop()
+        if stack:
+            stack[-1][1] -= 1
+        trail = [entry[0] for entry in stack] + [element]
+        if element.get(5):
+            stack.append([element, element[5]])
+        else:
+            leaves.append(trail)
+    names = lambda trail: [e.get(4, b"").decode("utf-8", "replace") for e in trail]   # noqa: E731
+    top = list(dict.fromkeys(names(trail)[0] for trail in leaves))
+    if field[0] not in top:
+        raise _schema_error(path, dotted, f"no column {field[0]!r} (columns: {', '.join(top[:10])})")
+    found = [k for k, trail in enumerate(leaves) if names(trail) == list(field)]
+    if not found:
+        inner = [names(trail) for trail in leaves if names(trail)[:len(field) - 1] == list(field[:-1])]
+        if len(field) > 1 and inner and all(len(n) > len(field) - 1 for n in inner):
+            known = sorted({n[len(field) - 1] for n in inner})
+            raise _schema_error(path, dotted, f"no field {field[-1]!r} in {'.'.join(field[:-1])} "
+                                             f"(fields: {', '.join(known[:10])})")
+        raise _schema_error(path, dotted, f"a column of {_type_name(leaves, field, names)}, not text")
+    index = found[0]
+    trail = leaves[index]
+    leaf = trail[-1]
+    if any(e.get(3) == REPEATED for e in trail):
+        raise _schema_error(path, dotted, "a column of lists, not text")
+    if leaf.get(1) != BYTE_ARRAY or not (leaf.get(6) == UTF8 or 1 in leaf.get(10, {})):
+        raise _schema_error(path, dotted, f"a column of {_leaf_type(leaf)}, not text")
+    chunks, row = [], 0
+    for group in metadata.get(4, []):
+        columns = group.get(1, [])
+        if index >= len(columns):
+            raise _damaged(path, dotted, "the footer", f"a row group of {len(columns)} columns")
+        chunk = columns[index]
+        meta = chunk.get(3)
+        if chunk.get(1) is not None or meta is None:        # column data in another file
+            return None
+        if meta.get(4) not in range(8):
+            raise _damaged(path, dotted, "the footer", f"a column chunk of codec {meta.get(4)}, which Parquet "
+                                                       "does not have")
+        if not set(meta.get(2, [])) <= READ_ENCODINGS or meta.get(4) not in (UNCOMPRESSED, GZIP, ZSTD,
+                                                                             *WHOLE_PAGE_CODECS):
+            return None
+        starts = [offset for offset in (meta.get(11), meta.get(9)) if offset]   # dictionary first, if any
+        start = _count(min(starts) if starts else 0)
+        n_rows = _count(group.get(3, 0))
+        if meta.get(5) != n_rows:                    # one value a row, as no list is on the path
+            raise _damaged(path, dotted, "the footer", f"a row group of {n_rows} rows whose column has "
+                                                       f"{meta.get(5)} values")
+        chunks.append(ColumnChunk(meta[4], start, start + _count(meta.get(7, 0)), n_rows, row))
+        row += n_rows
+    return Plan(path, dotted, chunks, sum(e.get(3) == OPTIONAL for e in trail))
+
+
+def _count(value) -> int:
+    """``value``, a count or an offset of the footer: raises TypeError where it is not one."""
+    if type(value) is not int or value < 0:
+        raise TypeError(f"{value!r} is no count")
+    return value
+
+
+def _footer(path: str, dotted: str) -> Optional[dict]:
+    """The file's ``FileMetaData``, as ``read_struct`` gives it; None for an
+    encrypted footer (pyarrow's to read, or refuse)."""
+    try:
+        with open(path, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(0)
+            head = f.read(4)
+            f.seek(max(size - 8, 0))
+            tail = f.read(8)
+            if size < 12 or head != MAGIC or tail[4:] not in (MAGIC, b"PARE"):
+                raise CorpusFileError(path, "the file", "not a Parquet file (no PAR1 at its start and end)")
+            if tail[4:] == b"PARE":
+                return None
+            length = int.from_bytes(tail[:4], "little")
+            if length > size - 12:
+                raise _damaged(path, dotted, "the footer", f"a footer of {length} bytes in a file of {size}")
+            f.seek(size - 8 - length)
+            data = f.read(length)
+    except OSError as e:
+        raise CorpusFileError(path, "the file", f"cannot be read ({e})") from None
+    try:
+        metadata, _ = read_struct(data)
+    except (Truncated, ValueError, TypeError, RecursionError):
+        raise _damaged(path, dotted, "the footer", "its metadata cannot be read") from None
+    return metadata
+
+
+def _leaf_type(leaf: dict) -> str:
+    if leaf.get(1) == BYTE_ARRAY:
+        return "binary"
+    return TYPE_NAMES.get(leaf.get(1), f"physical type {leaf.get(1)}")
+
+
+def _type_name(leaves, field, names) -> str:
+    """What ``field`` is, where it is not a leaf: a list, or a struct (a group of fields)."""
+    inner = [trail for trail in leaves if names(trail)[:len(field)] == list(field)]
+    if any(e.get(3) == REPEATED for trail in inner for e in trail):
+        return "lists"
+    return f"struct<{', '.join(sorted({names(trail)[len(field)] for trail in inner}))}>" if inner else "no text"
+
+
+def _damaged(path: str, dotted: str, where: str, why: str) -> CorpusFileError:
+    return CorpusFileError(path, where, f"a damaged Parquet file (column {dotted!r}): {why}")
+
+
+# --------------------------------------------------------------------------- pages
+
+@dataclasses.dataclass
+class Section:
+    """A data page's values, PLAIN: ``stream`` gives ``n_bytes`` of them, ``n_values``
+    values; ``null_rows``: the file's rows (0-based) of the page's nulls."""
+
+    stream: object
+    n_bytes: int
+    n_values: int
+    null_rows: list
+    offset: int                      # of the page (its header) in the file
+
+
+class FileSlice(io.RawIOBase):
+    """``length`` bytes of an open file from ``start``, read with ``os.pread``."""
+
+    def __init__(self, fd: int, start: int, length: int):
+        super().__init__()
+        self.fd, self.position, self.left = fd, start, length
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        n = min(len(buffer), self.left)
+        if n <= 0:
+            return 0
+        data = os.pread(self.fd, n, self.position)
+        buffer[:len(data)] = data
+        self.position += len(data)
+        self.left -= len(data)
+        return len(data)
+
+
+class Inflating(io.RawIOBase):
+    """A gzip stream (Parquet's GZIP: one or more gzip members) of ``source``, inflated."""
+
+    def __init__(self, source):
+        super().__init__()
+        self.source = source
+        self.inflate = zlib.decompressobj(wbits=31)
+        self.pending = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        while True:
+            if self.inflate.eof:                  # a member ended: another may follow
+                self.inflate = zlib.decompressobj(wbits=31)
+            if not self.pending:
+                self.pending = self.source.read(PIECE)
+                if not self.pending:
+                    return 0
+            out = self.inflate.decompress(self.pending, len(buffer))
+            # What it did not take: past the member's end, or past ``len(buffer)`` of output.
+            self.pending = self.inflate.unused_data if self.inflate.eof else self.inflate.unconsumed_tail
+            if out:
+                buffer[:len(out)] = out
+                return len(out)
+
+
+class Gathering(io.RawIOBase):
+    """The PLAIN form of a dictionary-encoded page's values, gathered from its
+    dictionary (``data``, ``offsets``) a buffer at a time (a page of pyarrow's
+    can be a whole row group's text, its dictionary too)."""
+
+    def __init__(self, data: np.ndarray, offsets: np.ndarray, indices: np.ndarray):
+        super().__init__()
+        self.data, self.offsets, self.indices = data, offsets, indices
+        self.k = self.within = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        self.k, self.within, written = gather_plain(self.data, self.offsets, self.indices, self.k, self.within,
+                                                    np.frombuffer(buffer, np.uint8))
+        return written
+
+
+def read_exactly(stream, n: int) -> bytes:
+    """``n`` bytes of ``stream`` (fewer only at its end)."""
+    parts, left = [], n
+    while left > 0:
+        part = stream.read(left)
+        if not part:
+            break
+        parts.append(part)
+        left -= len(part)
+    return b"".join(parts)
+
+
+def sections(plan: Plan, fd: int, errors: str) -> Iterator[Section]:
+    """The column's data pages, in order, each as a ``Section`` of PLAIN values
+    (a dictionary-encoded page's values gathered from its dictionary, or the
+    dictionary itself where it is the values in order: see ``_in_order``)."""
+    for chunk in plan.chunks:
+        dictionary = None
+        position, seen = chunk.start, 0
+        while seen < chunk.num_values:
+            if position >= chunk.end:
+                raise _damaged(plan.path, plan.dotted, f"the column chunk at byte {chunk.start}",
+                               f"its pages end before its {chunk.num_values} values")
+            page = _page(plan, fd, chunk, position, chunk.first_row + seen)
+            if page.kind == DICTIONARY_PAGE:
+                found = _in_order(plan, fd, chunk, page, chunk.first_row + seen)
+                if found is None:
+                    dictionary = _dictionary(plan, page)
+                    position = page.end
+                    continue
+                section, position = found
+            elif page.kind in (DATA_PAGE, DATA_PAGE_V2):
+                section = _section(plan, page, dictionary)
+                position = page.end
+            else:
+                position = page.end
+                continue
+            if section.null_rows and errors == "strict":
+                raise CorpusRecordError(plan.path, f"row {section.null_rows[0] + 1}", plan.dotted, "null")
+            seen += section.n_values + len(section.null_rows)
+            if seen > chunk.num_values:
+                raise _damaged(plan.path, plan.dotted, f"the column chunk at byte {chunk.start}",
+                               f"pages of more than its {chunk.num_values} values")
+            yield section
+
+
+@dataclasses.dataclass
+class Page:
+    """A page, its levels read: its values are ``n_bytes`` of ``stream``."""
+
+    kind: int
+    offset: int                      # of its header in the file
+    body: int                        # of its body
+    end: int                         # where the next page starts
+    encoding: Optional[int]
+    n_values: int                    # not null
+    null_rows: list                  # the file's rows (0-based) of its nulls
+    stream: object
+    n_bytes: int
+    header: dict
+
+    @property
+    def where(self) -> str:
+        return f"the page at byte {self.offset}"
+
+
+def _page(plan: Plan, fd: int, chunk: ColumnChunk, position: int, row: int) -> Page:
+    """The page at ``position``, its first row ``row``: its header and levels read,
+    its values a stream from the start."""
+    try:
+        return _read_page(plan, fd, chunk, position, row)
+    except (CorpusFileError, MissingExtraError):
+        raise
+    except (TypeError, AttributeError, ValueError, OverflowError):     # a header of the wrong shape
+        raise _damaged(plan.path, plan.dotted, f"the page at byte {position}", "its header is not Parquet's") \
+            from None
+
+
+def _read_page(plan: Plan, fd: int, chunk: ColumnChunk, position: int, row: int) -> Page:
+    header, body = _page_header(plan, fd, position, chunk.end)
+    kind, size, compressed = header.get(1), _count(header.get(2, 0)), _count(header.get(3, 0))
+    where = f"the page at byte {position}"
+    if size < 0 or compressed < 0 or body + compressed > chunk.end:
+        raise _damaged(plan.path, plan.dotted, where, "its size runs past its column chunk")
+    page = Page(kind, position, body, body + compressed, None, 0, [], None, size, header)
+    levels = None
+    bits = plan.max_definition.bit_length()
+    if kind == DICTIONARY_PAGE:
+        page.n_values = _count(header.get(7, {}).get(1, 0))
+        page.stream = _body(plan, fd, chunk.codec, body, compressed, size, where)
+        return page
+    if kind == DATA_PAGE:
+        fields = header.get(5, {})
+        n_slots, page.encoding = _count(fields.get(1, 0)), fields.get(2)
+        page.stream = _body(plan, fd, chunk.codec, body, compressed, size, where)
+        if plan.max_definition:
+            if fields.get(3) != RLE:
+                raise _damaged(plan.path, plan.dotted, where, f"definition levels in encoding {fields.get(3)}, "
+                                                              "which the footer does not list")
+            prefix = read_exactly(page.stream, 4)
+            length = int.from_bytes(prefix, "little") if len(prefix) == 4 else -1
+            data = read_exactly(page.stream, length) if 0 <= length <= size - 4 else b""
+            if length < 0 or len(data) != length:
+                raise _damaged(plan.path, plan.dotted, where, "its definition levels run past it")
+            levels = _levels(plan, data, n_slots, bits, where)
+            page.n_bytes -= 4 + length
+    elif kind == DATA_PAGE_V2:
+        fields = header.get(8, {})
+        n_slots, page.encoding = _count(fields.get(1, 0)), fields.get(4)
+        level_bytes = _count(fields.get(5, 0)) + _count(fields.get(6, 0))
+        if fields.get(6, 0) or not 0 <= level_bytes <= min(compressed, size):
+            raise _damaged(plan.path, plan.dotted, where, "its levels run past it")
+        if plan.max_definition:
+            levels = _levels(plan, os.pread(fd, fields.get(5, 0), body), n_slots, bits, where)
+        page.n_bytes = size - level_bytes
+        codec = chunk.codec if fields.get(7, True) else UNCOMPRESSED
+        page.stream = _body(plan, fd, codec, body + level_bytes, compressed - level_bytes, page.n_bytes, where)
+    else:
+        return page
+    page.null_rows = [] if levels is None else (np.flatnonzero(levels != plan.max_definition) + row).tolist()
+    page.n_values = _count(n_slots - len(page.null_rows))
+    if page.encoding not in (PLAIN, PLAIN_DICTIONARY, RLE_DICTIONARY):
+        raise _damaged(plan.path, plan.dotted, where, f"values in encoding {page.encoding}, which the footer "
+                                                      "does not list")
+    return page
+
+
+def _indices(plan: Plan, page: Page) -> np.ndarray:
+    """A dictionary-encoded page's indices (a byte of their bit width, then the hybrid)."""
+    data = read_exactly(page.stream, page.n_bytes)
+    indices = np.empty(page.n_values, np.uint32)
+    if len(data) != page.n_bytes or not data or data[0] > 32 or \
+            hybrid(np.frombuffer(data, np.uint8, offset=1), data[0], page.n_values, indices) < 0:
+        raise _damaged(plan.path, plan.dotted, page.where, "its dictionary indices end early")
+    return indices
+
+
+def _section(plan: Plan, page: Page, dictionary) -> Section:
+    """A data page's values as a ``Section``."""
+    if page.encoding == PLAIN:
+        return Section(page.stream, page.n_bytes, page.n_values, page.null_rows, page.offset)
+    if dictionary is None:
+        raise _damaged(plan.path, plan.dotted, page.where, "a dictionary-encoded page with no dictionary")
+    indices = _indices(plan, page)
+    data, offsets = dictionary
+    if page.n_values and int(indices.max()) >= len(offsets) - 1:
+        raise _damaged(plan.path, plan.dotted, page.where, "a dictionary index past its dictionary")
+    n_bytes = 4 * page.n_values + int((offsets[indices + 1] - offsets[indices]).sum())
+    return Section(Gathering(data, offsets, indices), n_bytes, page.n_values, page.null_rows, page.offset)
+
+
+def _in_order(plan: Plan, fd: int, chunk: ColumnChunk, dictionary: Page, row: int) -> Optional[tuple]:
+    """Where the dictionary-encoded pages after ``dictionary`` index it 0, 1, 2, ...
+    to its end, each value once (pyarrow's writer dictionary-encodes the
+    first 1,024 rows of a column chunk, so a row group of fewer documents is
+    all dictionary: as large as its text), the dictionary's own PLAIN
+    values are theirs in order: a ``Section`` of them, streamed as a data
+    page's are, and where the page after those starts. None otherwise (the
+    dictionary is then read whole, and the pages gathered from it)."""
+    position, expected, null_rows = dictionary.end, 0, []
+    while position < chunk.end and expected < dictionary.n_values:
+        page = _page(plan, fd, chunk, position, row + expected + len(null_rows))
+        if page.kind not in (DATA_PAGE, DATA_PAGE_V2) or page.encoding == PLAIN:
+            break
+        indices = _indices(plan, page)
+        if not np.array_equal(indices, np.arange(expected, expected + len(indices), dtype=np.uint32)):
+            return None
+        expected += len(indices)
+        null_rows += page.null_rows
+        position = page.end
+    if expected != dictionary.n_values or not expected:
+        return None
+    return Section(dictionary.stream, dictionary.n_bytes, expected, null_rows, dictionary.offset), position
+
+
+def _page_header(plan: Plan, fd: int, position: int, end: int) -> tuple[dict, int]:
+    """The page header at ``position``, and where the page's body starts."""
+    wanted = HEADER_READ
+    while True:
+        data = os.pread(fd, min(wanted, end - position), position)
+        try:
+            header, used = read_struct(data)
+            return header, position + used
+        except Truncated:
+            if len(data) < wanted:
+                break
+            wanted *= 4
+        except (ValueError, TypeError, RecursionError):
+            break
+    raise _damaged(plan.path, plan.dotted, f"the page at byte {position}", "its header cannot be read")
+
+
+def _body(plan: Plan, fd: int, codec: int, start: int, compressed: int, size: int, where: str):
+    """A stream of a page's body (or of its values, in a v2 page), decompressed:
+    ``size`` bytes of it. Bytes that do not decompress raise the file's error."""
+    raw = FileSlice(fd, start, compressed)
+    if codec == UNCOMPRESSED:
+        return raw
+    if codec == GZIP:
+        return Decompressed(Inflating(raw), (zlib.error,), plan, where)
+    if codec == ZSTD:
+        try:
+            import zstandard
+        except ImportError:
+            raise MissingExtraError(f"{plan.path}: reading zstd needs the zstandard package: "
+                                    'pip install "bpe[formats]" (or zstandard)') from None
+        return Decompressed(zstandard.ZstdDecompressor().stream_reader(raw, read_size=PIECE),
+                            (zstandard.ZstdError,), plan, where)
+    try:
+        import pyarrow
+    except ImportError:
+        raise MissingExtraError(f"{plan.path}: reading Parquet compressed with {WHOLE_PAGE_CODECS[codec]} "
+                                'needs the pyarrow package: pip install "bpe[formats]" (or pyarrow)') from None
+    try:
+        data = pyarrow.Codec(WHOLE_PAGE_CODECS[codec]).decompress(os.pread(fd, compressed, start),
+                                                                   decompressed_size=size)
+    except (pyarrow.ArrowException, OSError) as e:
+        raise _damaged(plan.path, plan.dotted, where, f"it does not decompress ({e})") from None
+    return io.BytesIO(data.to_pybytes())
+
+
+class Decompressed(io.RawIOBase):
+    """A decompressor's stream, whose errors name the page."""
+
+    def __init__(self, stream, errors: tuple, plan: Plan, where: str):
+        super().__init__()
+        self.stream, self.errors, self.plan, self.where = stream, errors, plan, where
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        try:
+            return self.stream.readinto(buffer)
+        except self.errors as e:
+            raise _damaged(self.plan.path, self.plan.dotted, self.where, f"it does not decompress ({e})") from None
+
+
+def _dictionary(plan: Plan, page: Page):
+    """A dictionary page's values: ``(data, offsets)``."""
+    data = np.empty(page.n_bytes, np.uint8)
+    filled = read_into(page.stream, memoryview(data), PIECE)
+    offsets = np.empty(page.n_values + 1, np.int64)
+    found, used = plain_values(data, filled, offsets)
+    if filled != page.n_bytes or found != page.n_values or used != page.n_bytes:
+        raise _damaged(plan.path, plan.dotted, page.where,
+                       f"a dictionary of {found} values where it says {page.n_values}")
+    return data, offsets
+
+
+def _levels(plan: Plan, data: bytes, count: int, bits: int, where: str) -> np.ndarray:
+    levels = np.empty(count, np.uint32)
+    if hybrid(np.frombuffer(data, np.uint8), bits, count, levels) < 0:
+        raise _damaged(plan.path, plan.dotted, where, "its definition levels end early")
+    return levels
+
+
+# --------------------------------------------------------------------------- values, a block at a time
+
+@dataclasses.dataclass
+class Values:
+    """Some of the column's values, end to end: value k at
+    ``data[offsets[k]:offsets[k + 1]]``, the column's value number
+    ``first_value + k`` (0-based, nulls not counted)."""
+
+    data: np.ndarray
+    offsets: np.ndarray
+    first_value: int = 0
+    null_rows: list = dataclasses.field(default_factory=list)   # the file's, 0-based, ascending: shared, and
+    #                                                             only grown past these values' rows
+    problems: list = dataclasses.field(default_factory=list)    # nulls skipped before these values
+    block: Optional[np.ndarray] = None                          # what ``data`` is a view of, to reuse
+
+    def row(self, k: int) -> int:
+        """The file's row (1-based) of value k."""
+        row = self.first_value + k
+        for null in self.null_rows:
+            if null > row:
+                break
+            row += 1
+        return row + 1
+
+
+def value_blocks(plan: Plan, errors: str, block_bytes: int, spare: list) -> Iterator[Values]:
+    """The column's values, about ``block_bytes`` of them at a time (a block is
+    larger only to hold one longer value), in blocks taken from ``spare``
+    where one is large enough (the caller puts blocks back when done). Nulls follow
+    ``errors``: "strict" raises, naming the row; else each is named in the
+    next values' ``problems``."""
+    null_rows: list = []
+    problems: list = []
+    offsets = np.empty(block_bytes // 4 + 2, np.int64)
+    tail = np.empty(0, np.uint8)                  # the start of a value cut off by a block's end ...
+    tail_page = -1                                # ... on the page at this offset
+    value = expected = 0
+    with open(plan.path, "rb") as f:
+        pages = sections(plan, f.fileno(), errors)
+        current, left = None, 0
+        while True:
+            size = block_bytes
+            if len(tail) >= 4:
+                need = 4 + int.from_bytes(tail[:4].tobytes(), "little")
+                if current is None or tail_page != current.offset or need > len(tail) + left:
+                    raise _damaged(plan.path, plan.dotted, f"the page at byte {tail_page}",
+                                   f"a value of {need - 4} bytes runs past its page")
+                size = max(size, need)
+            block = spare.pop() if spare and len(spare[-1]) >= size else np.empty(size, np.uint8)
+            block[:len(tail)] = tail
+            fill = len(tail)
+            starts = [(0, tail_page)]             # where each page's values start in the block
+            while fill < len(block):
+                if left == 0:
+                    current = next(pages, None)
+                    if current is None:
+                        break
+                    left = current.n_bytes
+                    expected += current.n_values
+                    starts.append((fill, current.offset))
+                    null_rows.extend(current.null_rows)
+                    problems += [f"{plan.path}, row {null + 1}, field {plan.dotted!r}: null"
+                                 for null in current.null_rows]
+                    continue
+                n = read_into(current.stream, memoryview(block)[fill:fill + min(left, len(block) - fill)], PIECE)
+                if n == 0:
+                    raise _damaged(plan.path, plan.dotted, f"the page at byte {current.offset}",
+                                   f"its values end {left} bytes early")
+                fill += n
+                left -= n
+            n, used = plain_values(block, fill, offsets)
+            if n:
+                yield Values(block[:offsets[n]], offsets[:n + 1].copy(), value, null_rows, problems, block)
+                value += n
+                problems = []
+            elif len(block) == block_bytes:
+                spare.append(block)
+            tail = block[used:fill].copy()
+            tail_page = [page for start, page in starts if start <= used][-1]
+            if current is None and not n:
+                break
+    if len(tail):
+        raise _damaged(plan.path, plan.dotted, f"the page at byte {tail_page}", "a value runs past its page")
+    if value != expected:
+        raise _damaged(plan.path, plan.dotted, "its pages", f"{value} values where its pages hold {expected}")
+    if problems:
+        yield Values(np.empty(0, np.uint8), np.zeros(1, np.int64), value, null_rows, problems)
