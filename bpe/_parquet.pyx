@@ -22,36 +22,38 @@ cdef inline uint32_t read_u32(const uint8_t* p) noexcept nogil:
     return p[0] | (<uint32_t>p[1] << 8) | (<uint32_t>p[2] << 16) | (<uint32_t>p[3] << 24)
 
 
-def plain_values(uint8_t[::1] block, Py_ssize_t end, int64_t[::1] offsets):
-    """The PLAIN byte arrays in ``block[:end]``, each a 4-byte little-endian
-    length and its bytes: every whole one's bytes are moved down over the
-    lengths before it, so the values lie end to end from ``block[0]``,
-    value k at ``block[offsets[k]:offsets[k + 1]]``. Returns ``(n, used)``: how
-    many values (at most ``len(offsets) - 1``), and the bytes of ``block`` they
-    took; a value cut off at ``end`` starts at ``used``, untouched."""
-    cdef Py_ssize_t used = 0, written = 0, n = 0
-    cdef Py_ssize_t most = offsets.shape[0] - 1
+def plain_values(uint8_t[::1] block, Py_ssize_t start, Py_ssize_t end, Py_ssize_t written,
+                 int64_t[::1] offsets, Py_ssize_t first, Py_ssize_t most):
+    """The PLAIN byte arrays in ``block[start:end]``, each a 4-byte
+    little-endian length and its bytes: at most ``most`` whole ones (and at
+    most what ``offsets`` holds past ``first``), their bytes moved down to
+    lie end to end from ``block[written]`` on: ``offsets[first]`` is set to
+    ``written``, and the end of each value to ``offsets[first + 1 + k]``. Returns ``(n, start,
+    written)`` after them: a value cut off at ``end`` starts at the ``start``
+    returned, untouched."""
+    cdef Py_ssize_t n = 0
     cdef uint32_t length
     cdef uint8_t* p
-    if end > block.shape[0] or end < 0:
-        raise ValueError(f"end {end} outside a block of {block.shape[0]} bytes")
-    if most < 0:
-        raise ValueError("offsets must hold at least one item")
-    offsets[0] = 0
-    if end == 0:
-        return 0, 0
+    if not 0 <= written <= start <= end <= block.shape[0]:
+        raise ValueError(f"written {written}, start {start}, end {end} in a block of {block.shape[0]} bytes")
+    if not 0 <= first < offsets.shape[0]:
+        raise ValueError(f"offsets of {offsets.shape[0]} items past item {first}")
+    most = min(most, offsets.shape[0] - 1 - first)
+    offsets[first] = written
+    if end == start or most <= 0:
+        return 0, start, written
     p = &block[0]
     with nogil:
-        while n < most and end - used >= 4:
-            length = read_u32(p + used)
-            if length > <uint64_t>(end - used - 4):
+        while n < most and end - start >= 4:
+            length = read_u32(p + start)
+            if length > <uint64_t>(end - start - 4):
                 break
-            memmove(p + written, p + used + 4, length)
-            used += 4 + length
+            memmove(p + written, p + start + 4, length)
+            start += 4 + length
             written += length
             n += 1
-            offsets[n] = written
-    return n, used
+            offsets[first + n] = written
+    return n, start, written
 
 
 def hybrid(const uint8_t[::1] data, int bit_width, Py_ssize_t count, uint32_t[::1] out):
@@ -92,16 +94,18 @@ cdef Py_ssize_t decode_hybrid(const uint8_t* data, Py_ssize_t size, int bit_widt
                 break
         if header & 1:                        # bit-packed: groups of 8 values, lowest bits first
             n = <Py_ssize_t>(header >> 1) * 8
-            if pos + (n // 8) * bit_width > size:
-                return -1
             take = min(n, count - done)
+            # The last run may end with the last value's byte (pyarrow reads such
+            # files), short of its groups' bytes: only the values taken must be there.
+            if pos + (take * bit_width + 7) // 8 > size:
+                return -1
             for k in range(take):
                 bit = k * bit_width
                 word = 0
                 for shift in range(<int>min(5, size - (pos + bit // 8))):
                     word |= <uint64_t>data[pos + bit // 8 + shift] << (8 * shift)
                 out[done + k] = <uint32_t>(word >> (bit % 8)) & mask
-            pos += (n // 8) * bit_width
+            pos = min(pos + (n // 8) * bit_width, size)
         else:                                 # a run of one value
             n = <Py_ssize_t>(header >> 1)
             if pos + byte_width > size:

@@ -11,7 +11,7 @@ import stat
 from typing import Iterable, Union
 
 from bpe._scanner import first_invalid_utf8
-from bpe.errors import CorpusDecodeError
+from bpe.errors import CorpusDecodeError, MissingExtraError
 
 PathLike = Union[str, bytes, "os.PathLike[str]"]
 ERRORS = ("strict", "replace")
@@ -89,6 +89,17 @@ def read_into(file, view: memoryview, piece: int = 0) -> int:
             break
         done += n
     return done
+
+
+def zstd_reader(raw, path: str, piece: int):
+    """A zstd decompressor's stream of ``raw`` (every frame in it), read ``piece``
+    bytes at a time; ``MissingExtraError`` naming ``path`` without zstandard."""
+    try:
+        import zstandard
+    except ImportError:
+        raise MissingExtraError(f"{path}: reading zstd needs the zstandard package: "
+                                'pip install "bpe[formats]" (or zstandard)') from None
+    return zstandard.ZstdDecompressor().stream_reader(raw, read_size=piece, read_across_frames=True)
 
 
 def create_temporary(directory: str, prefix: str = ".tmp-", suffix: str = "") -> tuple[int, str]:

@@ -4,10 +4,10 @@ Why not pyarrow: it decompresses a page whole before it hands out a row, and
 its writer ends a page only every 1,024 rows, so a row group of long
 documents is one page (code_linux's largest: 356 MB of text, 1.3 GB of
 memory to read). Here a page's values are decompressed a block at a time
-(zstd, gzip, or none; other codecs, whole, by pyarrow's codecs), and
-``bpe._parquet`` moves them end to end, so a unit of records is about
-``READ_BYTES`` of text however the file was written, and pyarrow is not
-imported for the usual files.
+(zstd, gzip, or none; snappy, brotli and LZ4 a page at a time, by pyarrow's
+codecs, which are then imported), and ``bpe._parquet`` moves them end to
+end, so a unit of records is about ``READ_BYTES`` of text however the file
+was written.
 
 What this reads: the footer (``FileMetaData``, in Thrift's compact protocol),
 the column at ``field`` (a leaf of BYTE_ARRAY; dotted for a struct's field;
@@ -21,6 +21,7 @@ stops the run with an error naming the file and the page's offset.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import io
 import os
 import struct
@@ -31,7 +32,7 @@ import numpy as np
 
 from bpe._parquet import gather_plain, hybrid, plain_values
 from bpe.errors import CorpusFileError, CorpusRecordError, MissingExtraError
-from bpe.files import read_into
+from bpe.files import read_into, zstd_reader
 
 MAGIC = b"PAR1"
 
@@ -50,6 +51,8 @@ WHOLE_PAGE_CODECS = {SNAPPY: "snappy", BROTLI: "brotli", LZ4_RAW: "lz4_raw"}
 TYPE_NAMES = {0: "bool", 1: "int32", 2: "int64", 3: "int96", 4: "float", 5: "double", 6: "binary",
               7: "fixed_size_binary"}
 
+#: Thrift's i32 fields (a page's sizes and counts) are below this.
+I32_LIMIT = 1 << 31
 #: A page header is read this many bytes at a time (more if it holds long statistics).
 HEADER_READ = 1 << 12
 #: Bytes of a page decompressed at a time.
@@ -73,6 +76,8 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
         if not byte & 0x80:
             return value, pos
         shift += 7
+        if shift > 63:                      # ten bytes hold any i64; a longer one is damage
+            raise ValueError("a varint of more than ten bytes")
 
 
 def _zigzag(data: bytes, pos: int) -> tuple[int, int]:
@@ -178,6 +183,9 @@ class Plan:
     chunks: list
     max_definition: int
 
+    def damaged(self, where: str, why: str) -> CorpusFileError:
+        return _damaged(self.path, self.dotted, where, why)
+
 
 def _schema_error(path: str, dotted: str, why: str) -> CorpusRecordError:
     return CorpusRecordError(path, "the schema", dotted, why, False)
@@ -201,7 +209,9 @@ def read_plan(path: str, field: tuple) -> Optional[Plan]:
 
 
 def _plan(path: str, field: tuple, dotted: str, metadata: dict) -> Optional[Plan]:
-    schema = metadata.get(2, [])
+    schema = metadata.get(2)
+    if not schema or not isinstance(schema, list):
+        raise _damaged(path, dotted, "the footer", "no schema")
     # The schema is a tree flattened depth first: each element's children follow it.
     leaves, stack = [], []            # leaves: the elements from the top down to each leaf
     for element in schema[1:]:
@@ -259,10 +269,11 @@ def _plan(path: str, field: tuple, dotted: str, metadata: dict) -> Optional[Plan
     return Plan(path, dotted, chunks, sum(e.get(3) == OPTIONAL for e in trail))
 
 
-def _count(value) -> int:
-    """``value``, a count or an offset of the footer: raises TypeError where it is not one."""
-    if type(value) is not int or value < 0:
-        raise TypeError(f"{value!r} is no count")
+def _count(value, limit: int = 1 << 63) -> int:
+    """``value``, a count, size or offset read from the file: raises TypeError
+    where it is not one below ``limit``."""
+    if type(value) is not int or not 0 <= value < limit:
+        raise TypeError(f"{value!r} is no count below {limit}")
     return value
 
 
@@ -317,7 +328,8 @@ def _damaged(path: str, dotted: str, where: str, why: str) -> CorpusFileError:
 @dataclasses.dataclass
 class Section:
     """A data page's values, PLAIN: ``stream`` gives ``n_bytes`` of them, ``n_values``
-    values; ``null_rows``: the file's rows (0-based) of the page's nulls."""
+    values (and, from some writers, padding after them); ``null_rows``: the
+    file's rows (0-based) of the page's nulls."""
 
     stream: object
     n_bytes: int
@@ -326,15 +338,17 @@ class Section:
     offset: int                      # of the page (its header) in the file
 
 
-class FileSlice(io.RawIOBase):
+class _Reader(io.RawIOBase):
+    def readable(self) -> bool:
+        return True
+
+
+class FileSlice(_Reader):
     """``length`` bytes of an open file from ``start``, read with ``os.pread``."""
 
     def __init__(self, fd: int, start: int, length: int):
         super().__init__()
         self.fd, self.position, self.left = fd, start, length
-
-    def readable(self) -> bool:
-        return True
 
     def readinto(self, buffer) -> int:
         n = min(len(buffer), self.left)
@@ -347,7 +361,7 @@ class FileSlice(io.RawIOBase):
         return len(data)
 
 
-class Inflating(io.RawIOBase):
+class Inflating(_Reader):
     """A gzip stream (Parquet's GZIP: one or more gzip members) of ``source``, inflated."""
 
     def __init__(self, source):
@@ -355,9 +369,6 @@ class Inflating(io.RawIOBase):
         self.source = source
         self.inflate = zlib.decompressobj(wbits=31)
         self.pending = b""
-
-    def readable(self) -> bool:
-        return True
 
     def readinto(self, buffer) -> int:
         while True:
@@ -375,7 +386,21 @@ class Inflating(io.RawIOBase):
                 return len(out)
 
 
-class Gathering(io.RawIOBase):
+class Decompressed(_Reader):
+    """A decompressor's stream, whose errors name the page."""
+
+    def __init__(self, stream, errors: tuple, damaged):
+        super().__init__()
+        self.stream, self.errors, self.damaged = stream, errors, damaged
+
+    def readinto(self, buffer) -> int:
+        try:
+            return self.stream.readinto(buffer)
+        except self.errors as e:
+            raise self.damaged(f"it does not decompress ({e})") from None
+
+
+class Gathering(_Reader):
     """The PLAIN form of a dictionary-encoded page's values, gathered from its
     dictionary (``data``, ``offsets``) a buffer at a time (a page of pyarrow's
     can be a whole row group's text, its dictionary too)."""
@@ -385,9 +410,6 @@ class Gathering(io.RawIOBase):
         self.data, self.offsets, self.indices = data, offsets, indices
         self.k = self.within = 0
 
-    def readable(self) -> bool:
-        return True
-
     def readinto(self, buffer) -> int:
         self.k, self.within, written = gather_plain(self.data, self.offsets, self.indices, self.k, self.within,
                                                     np.frombuffer(buffer, np.uint8))
@@ -396,48 +418,8 @@ class Gathering(io.RawIOBase):
 
 def read_exactly(stream, n: int) -> bytes:
     """``n`` bytes of ``stream`` (fewer only at its end)."""
-    parts, left = [], n
-    while left > 0:
-        part = stream.read(left)
-        if not part:
-            break
-        parts.append(part)
-        left -= len(part)
-    return b"".join(parts)
-
-
-def sections(plan: Plan, fd: int, errors: str) -> Iterator[Section]:
-    """The column's data pages, in order, each as a ``Section`` of PLAIN values
-    (a dictionary-encoded page's values gathered from its dictionary, or the
-    dictionary itself where it is the values in order: see ``_in_order``)."""
-    for chunk in plan.chunks:
-        dictionary = None
-        position, seen = chunk.start, 0
-        while seen < chunk.num_values:
-            if position >= chunk.end:
-                raise _damaged(plan.path, plan.dotted, f"the column chunk at byte {chunk.start}",
-                               f"its pages end before its {chunk.num_values} values")
-            page = _page(plan, fd, chunk, position, chunk.first_row + seen)
-            if page.kind == DICTIONARY_PAGE:
-                found = _in_order(plan, fd, chunk, page, chunk.first_row + seen)
-                if found is None:
-                    dictionary = _dictionary(plan, page)
-                    position = page.end
-                    continue
-                section, position = found
-            elif page.kind in (DATA_PAGE, DATA_PAGE_V2):
-                section = _section(plan, page, dictionary)
-                position = page.end
-            else:
-                position = page.end
-                continue
-            if section.null_rows and errors == "strict":
-                raise CorpusRecordError(plan.path, f"row {section.null_rows[0] + 1}", plan.dotted, "null")
-            seen += section.n_values + len(section.null_rows)
-            if seen > chunk.num_values:
-                raise _damaged(plan.path, plan.dotted, f"the column chunk at byte {chunk.start}",
-                               f"pages of more than its {chunk.num_values} values")
-            yield section
+    buffer = bytearray(n)
+    return bytes(buffer[:read_into(stream, memoryview(buffer), PIECE)])
 
 
 @dataclasses.dataclass
@@ -446,78 +428,122 @@ class Page:
 
     kind: int
     offset: int                      # of its header in the file
-    body: int                        # of its body
     end: int                         # where the next page starts
     encoding: Optional[int]
     n_values: int                    # not null
     null_rows: list                  # the file's rows (0-based) of its nulls
     stream: object
     n_bytes: int
-    header: dict
 
     @property
     def where(self) -> str:
         return f"the page at byte {self.offset}"
 
 
+def sections(plan: Plan, fd: int, errors: str) -> Iterator[Section]:
+    """The column's data pages, in order, each as a ``Section`` of PLAIN values
+    (a dictionary-encoded page's values gathered from its dictionary, or the
+    dictionary itself where it is the values in order: see ``_in_order``)."""
+    for chunk in plan.chunks:
+        dictionary = None                     # (data, offsets), read when a page first needs it
+        dictionary_at = None                  # the offset of the chunk's dictionary page
+        position, seen = chunk.start, 0
+        while seen < chunk.num_values:
+            if position >= chunk.end:
+                raise plan.damaged(f"the column chunk at byte {chunk.start}",
+                                   f"its pages end before its {chunk.num_values} values")
+            page = _page(plan, fd, chunk, position, chunk.first_row + seen)
+            position = page.end
+            if page.kind == DICTIONARY_PAGE:
+                dictionary_at, dictionary = page.offset, None
+                found = _guarded(plan, page.where, _in_order, plan, fd, chunk, page, chunk.first_row + seen)
+                if found is None:
+                    continue
+                section, position = found
+            elif page.kind in (DATA_PAGE, DATA_PAGE_V2):
+                if page.encoding != PLAIN and page.n_values and dictionary is None:
+                    if dictionary_at is None:
+                        raise plan.damaged(page.where, "a dictionary-encoded page with no dictionary")
+                    first = _page(plan, fd, chunk, dictionary_at, chunk.first_row)
+                    dictionary = _guarded(plan, first.where, _dictionary, plan, first)
+                section = _guarded(plan, page.where, _section, plan, page, dictionary)
+            else:
+                continue
+            if section.null_rows and errors == "strict":
+                raise CorpusRecordError(plan.path, f"row {section.null_rows[0] + 1}", plan.dotted, "null")
+            seen += section.n_values + len(section.null_rows)
+            if seen > chunk.num_values:
+                raise plan.damaged(f"the column chunk at byte {chunk.start}",
+                                   f"pages of more than its {chunk.num_values} values")
+            yield section
+
+
+def _guarded(plan: Plan, where: str, function, *args):
+    """``function(*args)``, where a header or count of the wrong shape or size
+    (a TypeError, a ValueError from numpy, memory for a count no page holds)
+    raises the file's error naming ``where``."""
+    try:
+        return function(*args)
+    except (CorpusFileError, CorpusRecordError, MissingExtraError):
+        raise
+    except (TypeError, AttributeError, ValueError, OverflowError, MemoryError) as e:
+        raise plan.damaged(where, f"its header is not Parquet's ({type(e).__name__}: {e})") from None
+
+
 def _page(plan: Plan, fd: int, chunk: ColumnChunk, position: int, row: int) -> Page:
     """The page at ``position``, its first row ``row``: its header and levels read,
     its values a stream from the start."""
-    try:
-        return _read_page(plan, fd, chunk, position, row)
-    except (CorpusFileError, MissingExtraError):
-        raise
-    except (TypeError, AttributeError, ValueError, OverflowError):     # a header of the wrong shape
-        raise _damaged(plan.path, plan.dotted, f"the page at byte {position}", "its header is not Parquet's") \
-            from None
+    return _guarded(plan, f"the page at byte {position}", _read_page, plan, fd, chunk, position, row)
 
 
 def _read_page(plan: Plan, fd: int, chunk: ColumnChunk, position: int, row: int) -> Page:
     header, body = _page_header(plan, fd, position, chunk.end)
-    kind, size, compressed = header.get(1), _count(header.get(2, 0)), _count(header.get(3, 0))
+    kind, size, compressed = header.get(1), _count(header.get(2, 0), I32_LIMIT), _count(header.get(3, 0), I32_LIMIT)
     where = f"the page at byte {position}"
-    if size < 0 or compressed < 0 or body + compressed > chunk.end:
-        raise _damaged(plan.path, plan.dotted, where, "its size runs past its column chunk")
-    page = Page(kind, position, body, body + compressed, None, 0, [], None, size, header)
+    if body + compressed > chunk.end:
+        raise plan.damaged(where, "its size runs past its column chunk")
+    page = Page(kind, position, body + compressed, None, 0, [], None, size)
     levels = None
     bits = plan.max_definition.bit_length()
+    left = chunk.num_values - (row - chunk.first_row)       # a page holds no more values than its chunk has left
     if kind == DICTIONARY_PAGE:
-        page.n_values = _count(header.get(7, {}).get(1, 0))
+        page.n_values = _count(header.get(7, {}).get(1, 0), size // 4 + 1)     # a PLAIN value takes 4 bytes or more
         page.stream = _body(plan, fd, chunk.codec, body, compressed, size, where)
         return page
     if kind == DATA_PAGE:
         fields = header.get(5, {})
-        n_slots, page.encoding = _count(fields.get(1, 0)), fields.get(2)
+        n_slots, page.encoding = _count(fields.get(1, 0), left + 1), fields.get(2)
         page.stream = _body(plan, fd, chunk.codec, body, compressed, size, where)
         if plan.max_definition:
             if fields.get(3) != RLE:
-                raise _damaged(plan.path, plan.dotted, where, f"definition levels in encoding {fields.get(3)}, "
-                                                              "which the footer does not list")
+                raise plan.damaged(where, f"definition levels in encoding {fields.get(3)}, which the footer does "
+                                          "not list")
             prefix = read_exactly(page.stream, 4)
             length = int.from_bytes(prefix, "little") if len(prefix) == 4 else -1
             data = read_exactly(page.stream, length) if 0 <= length <= size - 4 else b""
             if length < 0 or len(data) != length:
-                raise _damaged(plan.path, plan.dotted, where, "its definition levels run past it")
+                raise plan.damaged(where, "its definition levels run past it")
             levels = _levels(plan, data, n_slots, bits, where)
             page.n_bytes -= 4 + length
     elif kind == DATA_PAGE_V2:
         fields = header.get(8, {})
-        n_slots, page.encoding = _count(fields.get(1, 0)), fields.get(4)
-        level_bytes = _count(fields.get(5, 0)) + _count(fields.get(6, 0))
-        if fields.get(6, 0) or not 0 <= level_bytes <= min(compressed, size):
-            raise _damaged(plan.path, plan.dotted, where, "its levels run past it")
+        n_slots, page.encoding = _count(fields.get(1, 0), left + 1), fields.get(4)
+        level_bytes = _count(fields.get(5, 0), I32_LIMIT)
+        if fields.get(6, 0):
+            raise plan.damaged(where, "repetition levels in a column that is in no list")
+        if level_bytes > min(compressed, size):
+            raise plan.damaged(where, "its definition levels run past it")
         if plan.max_definition:
-            levels = _levels(plan, os.pread(fd, fields.get(5, 0), body), n_slots, bits, where)
+            levels = _levels(plan, os.pread(fd, level_bytes, body), n_slots, bits, where)
         page.n_bytes = size - level_bytes
         codec = chunk.codec if fields.get(7, True) else UNCOMPRESSED
         page.stream = _body(plan, fd, codec, body + level_bytes, compressed - level_bytes, page.n_bytes, where)
     else:
         return page
     page.null_rows = [] if levels is None else (np.flatnonzero(levels != plan.max_definition) + row).tolist()
-    page.n_values = _count(n_slots - len(page.null_rows))
+    page.n_values = n_slots - len(page.null_rows)
     if page.encoding not in (PLAIN, PLAIN_DICTIONARY, RLE_DICTIONARY):
-        raise _damaged(plan.path, plan.dotted, where, f"values in encoding {page.encoding}, which the footer "
-                                                      "does not list")
+        raise plan.damaged(where, f"values in encoding {page.encoding}, which the footer does not list")
     return page
 
 
@@ -527,20 +553,18 @@ def _indices(plan: Plan, page: Page) -> np.ndarray:
     indices = np.empty(page.n_values, np.uint32)
     if len(data) != page.n_bytes or not data or data[0] > 32 or \
             hybrid(np.frombuffer(data, np.uint8, offset=1), data[0], page.n_values, indices) < 0:
-        raise _damaged(plan.path, plan.dotted, page.where, "its dictionary indices end early")
+        raise plan.damaged(page.where, "its dictionary indices end early")
     return indices
 
 
 def _section(plan: Plan, page: Page, dictionary) -> Section:
     """A data page's values as a ``Section``."""
-    if page.encoding == PLAIN:
+    if page.encoding == PLAIN or not page.n_values:
         return Section(page.stream, page.n_bytes, page.n_values, page.null_rows, page.offset)
-    if dictionary is None:
-        raise _damaged(plan.path, plan.dotted, page.where, "a dictionary-encoded page with no dictionary")
     indices = _indices(plan, page)
     data, offsets = dictionary
-    if page.n_values and int(indices.max()) >= len(offsets) - 1:
-        raise _damaged(plan.path, plan.dotted, page.where, "a dictionary index past its dictionary")
+    if int(indices.max()) >= len(offsets) - 1:
+        raise plan.damaged(page.where, "a dictionary index past its dictionary")
     n_bytes = 4 * page.n_values + int((offsets[indices + 1] - offsets[indices]).sum())
     return Section(Gathering(data, offsets, indices), n_bytes, page.n_values, page.null_rows, page.offset)
 
@@ -552,16 +576,18 @@ def _in_order(plan: Plan, fd: int, chunk: ColumnChunk, dictionary: Page, row: in
     all dictionary: as large as its text), the dictionary's own PLAIN
     values are theirs in order: a ``Section`` of them, streamed as a data
     page's are, and where the page after those starts. None otherwise (the
-    dictionary is then read whole, and the pages gathered from it)."""
+    dictionary is then read whole when a page needs it, and the pages
+    gathered from it)."""
     position, expected, null_rows = dictionary.end, 0, []
     while position < chunk.end and expected < dictionary.n_values:
         page = _page(plan, fd, chunk, position, row + expected + len(null_rows))
         if page.kind not in (DATA_PAGE, DATA_PAGE_V2) or page.encoding == PLAIN:
             break
-        indices = _indices(plan, page)
-        if not np.array_equal(indices, np.arange(expected, expected + len(indices), dtype=np.uint32)):
-            return None
-        expected += len(indices)
+        if page.n_values:
+            indices = _indices(plan, page)
+            if not np.array_equal(indices, np.arange(expected, expected + len(indices), dtype=np.uint32)):
+                return None
+        expected += page.n_values
         null_rows += page.null_rows
         position = page.end
     if expected != dictionary.n_values or not expected:
@@ -583,25 +609,23 @@ def _page_header(plan: Plan, fd: int, position: int, end: int) -> tuple[dict, in
             wanted *= 4
         except (ValueError, TypeError, RecursionError):
             break
-    raise _damaged(plan.path, plan.dotted, f"the page at byte {position}", "its header cannot be read")
+    raise plan.damaged(f"the page at byte {position}", "its header cannot be read")
 
 
 def _body(plan: Plan, fd: int, codec: int, start: int, compressed: int, size: int, where: str):
     """A stream of a page's body (or of its values, in a v2 page), decompressed:
     ``size`` bytes of it. Bytes that do not decompress raise the file's error."""
     raw = FileSlice(fd, start, compressed)
+    damaged = functools.partial(plan.damaged, where)
     if codec == UNCOMPRESSED:
         return raw
     if codec == GZIP:
-        return Decompressed(Inflating(raw), (zlib.error,), plan, where)
+        return Decompressed(Inflating(raw), (zlib.error,), damaged)
     if codec == ZSTD:
-        try:
-            import zstandard
-        except ImportError:
-            raise MissingExtraError(f"{plan.path}: reading zstd needs the zstandard package: "
-                                    'pip install "bpe[formats]" (or zstandard)') from None
-        return Decompressed(zstandard.ZstdDecompressor().stream_reader(raw, read_size=PIECE),
-                            (zstandard.ZstdError,), plan, where)
+        stream = zstd_reader(raw, plan.path, PIECE)
+        import zstandard                      # there: zstd_reader imported it
+
+        return Decompressed(stream, (zstandard.ZstdError,), damaged)
     try:
         import pyarrow
     except ImportError:
@@ -611,43 +635,27 @@ def _body(plan: Plan, fd: int, codec: int, start: int, compressed: int, size: in
         data = pyarrow.Codec(WHOLE_PAGE_CODECS[codec]).decompress(os.pread(fd, compressed, start),
                                                                    decompressed_size=size)
     except (pyarrow.ArrowException, OSError) as e:
-        raise _damaged(plan.path, plan.dotted, where, f"it does not decompress ({e})") from None
-    return io.BytesIO(data.to_pybytes())
-
-
-class Decompressed(io.RawIOBase):
-    """A decompressor's stream, whose errors name the page."""
-
-    def __init__(self, stream, errors: tuple, plan: Plan, where: str):
-        super().__init__()
-        self.stream, self.errors, self.plan, self.where = stream, errors, plan, where
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> int:
-        try:
-            return self.stream.readinto(buffer)
-        except self.errors as e:
-            raise _damaged(self.plan.path, self.plan.dotted, self.where, f"it does not decompress ({e})") from None
+        raise damaged(f"it does not decompress ({e})") from None
+    return pyarrow.BufferReader(data)
 
 
 def _dictionary(plan: Plan, page: Page):
     """A dictionary page's values: ``(data, offsets)``."""
     data = np.empty(page.n_bytes, np.uint8)
     filled = read_into(page.stream, memoryview(data), PIECE)
+    if filled != page.n_bytes:
+        raise plan.damaged(page.where, f"its {page.n_bytes} bytes end after {filled}")
     offsets = np.empty(page.n_values + 1, np.int64)
-    found, used = plain_values(data, filled, offsets)
-    if filled != page.n_bytes or found != page.n_values or used != page.n_bytes:
-        raise _damaged(plan.path, plan.dotted, page.where,
-                       f"a dictionary of {found} values where it says {page.n_values}")
-    return data, offsets
+    found, used, _ = plain_values(data, 0, filled, 0, offsets, 0, page.n_values)
+    if found != page.n_values:
+        raise plan.damaged(page.where, f"a dictionary of {found} values where it says {page.n_values}")
+    return data[:offsets[found]], offsets
 
 
 def _levels(plan: Plan, data: bytes, count: int, bits: int, where: str) -> np.ndarray:
     levels = np.empty(count, np.uint32)
     if hybrid(np.frombuffer(data, np.uint8), bits, count, levels) < 0:
-        raise _damaged(plan.path, plan.dotted, where, "its definition levels end early")
+        raise plan.damaged(where, "its definition levels end early")
     return levels
 
 
@@ -667,6 +675,11 @@ class Values:
     problems: list = dataclasses.field(default_factory=list)    # nulls skipped before these values
     block: Optional[np.ndarray] = None                          # what ``data`` is a view of, to reuse
 
+    @classmethod
+    def none(cls, first_value: int, null_rows: list, problems: list) -> "Values":
+        """No values: only the problems of the nulls before ``first_value``."""
+        return cls(np.empty(0, np.uint8), np.zeros(1, np.int64), first_value, null_rows, problems)
+
     def row(self, k: int) -> int:
         """The file's row (1-based) of value k."""
         row = self.first_value + k
@@ -680,62 +693,59 @@ class Values:
 def value_blocks(plan: Plan, errors: str, block_bytes: int, spare: list) -> Iterator[Values]:
     """The column's values, about ``block_bytes`` of them at a time (a block is
     larger only to hold one longer value), in blocks taken from ``spare``
-    where one is large enough (the caller puts blocks back when done). Nulls follow
-    ``errors``: "strict" raises, naming the row; else each is named in the
-    next values' ``problems``."""
+    where one is large enough (the caller puts blocks back when done). Each
+    page's values are read to its count, and what follows them in the page
+    (some writers pad a page) is passed over. Nulls follow ``errors``:
+    "strict" raises, naming the row; else each is named in the next values'
+    ``problems``."""
     null_rows: list = []
     problems: list = []
     offsets = np.empty(block_bytes // 4 + 2, np.int64)
-    tail = np.empty(0, np.uint8)                  # the start of a value cut off by a block's end ...
-    tail_page = -1                                # ... on the page at this offset
-    value = expected = 0
+    block = np.empty(block_bytes, np.uint8)
+    # The block: values moved end to end in [0, written), then bytes read but
+    # not yet taken, in [start, fill); value ``value`` is its first.
+    written = start = fill = n = value = 0
     with open(plan.path, "rb") as f:
-        pages = sections(plan, f.fileno(), errors)
-        current, left = None, 0
-        while True:
-            size = block_bytes
-            if len(tail) >= 4:
-                need = 4 + int.from_bytes(tail[:4].tobytes(), "little")
-                if current is None or tail_page != current.offset or need > len(tail) + left:
-                    raise _damaged(plan.path, plan.dotted, f"the page at byte {tail_page}",
-                                   f"a value of {need - 4} bytes runs past its page")
-                size = max(size, need)
-            block = spare.pop() if spare and len(spare[-1]) >= size else np.empty(size, np.uint8)
-            block[:len(tail)] = tail
-            fill = len(tail)
-            starts = [(0, tail_page)]             # where each page's values start in the block
-            while fill < len(block):
-                if left == 0:
-                    current = next(pages, None)
-                    if current is None:
-                        break
-                    left = current.n_bytes
-                    expected += current.n_values
-                    starts.append((fill, current.offset))
-                    null_rows.extend(current.null_rows)
-                    problems += [f"{plan.path}, row {null + 1}, field {plan.dotted!r}: null"
-                                 for null in current.null_rows]
+        for section in sections(plan, f.fileno(), errors):
+            null_rows.extend(section.null_rows)
+            problems += [f"{plan.path}, row {null + 1}, field {plan.dotted!r}: null" for null in section.null_rows]
+            wanted, left = section.n_values, section.n_bytes
+            while wanted:
+                found, start, written = plain_values(block, start, fill, written, offsets, n, wanted)
+                n += found
+                wanted -= found
+                if not wanted:
+                    break
+                if fill == len(block) or n == len(offsets) - 1:         # full: hand out its values
+                    if n:
+                        yield Values(block[:written], offsets[:n + 1].copy(), value, null_rows, problems, block)
+                        value += n
+                        problems = []
+                    elif len(block) == block_bytes:
+                        spare.append(block)
+                    tail = block[start:fill]
+                    size = block_bytes
+                    if len(tail) >= 4:                                   # a longer value: a block to hold it
+                        need = 4 + int.from_bytes(tail[:4].tobytes(), "little")
+                        if need > len(tail) + left:
+                            raise plan.damaged(f"the page at byte {section.offset}",
+                                               f"a value of {need - 4} bytes runs past its page")
+                        size = max(size, need)
+                    fresh = spare.pop() if spare and len(spare[-1]) >= size else np.empty(size, np.uint8)
+                    fresh[:len(tail)] = tail
+                    block, written, start, fill, n = fresh, 0, 0, len(tail), 0
                     continue
-                n = read_into(current.stream, memoryview(block)[fill:fill + min(left, len(block) - fill)], PIECE)
-                if n == 0:
-                    raise _damaged(plan.path, plan.dotted, f"the page at byte {current.offset}",
-                                   f"its values end {left} bytes early")
-                fill += n
-                left -= n
-            n, used = plain_values(block, fill, offsets)
-            if n:
-                yield Values(block[:offsets[n]], offsets[:n + 1].copy(), value, null_rows, problems, block)
-                value += n
-                problems = []
-            elif len(block) == block_bytes:
-                spare.append(block)
-            tail = block[used:fill].copy()
-            tail_page = [page for start, page in starts if start <= used][-1]
-            if current is None and not n:
-                break
-    if len(tail):
-        raise _damaged(plan.path, plan.dotted, f"the page at byte {tail_page}", "a value runs past its page")
-    if value != expected:
-        raise _damaged(plan.path, plan.dotted, "its pages", f"{value} values where its pages hold {expected}")
-    if problems:
-        yield Values(np.empty(0, np.uint8), np.zeros(1, np.int64), value, null_rows, problems)
+                if not left:
+                    raise plan.damaged(f"the page at byte {section.offset}",
+                                       f"its values end {section.n_values - wanted} values in of "
+                                       f"{section.n_values}" if start == fill else "a value runs past its page")
+                got = read_into(section.stream, memoryview(block)[fill:fill + min(left, len(block) - fill)], PIECE)
+                if not got:
+                    raise plan.damaged(f"the page at byte {section.offset}", f"its values end {left} bytes early")
+                fill += got
+                left -= got
+            fill = start                      # bytes read past the page's last value: its padding
+    if n:
+        yield Values(block[:written], offsets[:n + 1].copy(), value, null_rows, problems, block)
+    elif problems:
+        yield Values.none(value + n, null_rows, problems)

@@ -3,13 +3,13 @@ Python texts.
 
 ``units`` reads the sources found by ``bpe.corpus.sources`` in order, as units for
 the encoders and the counters. The thread that reads does only what must be
-done in order (decompressing, cutting at a line end, reading a row group);
-what costs the most is left to the workers, in ``Records.texts`` and
-``Records.utf8``: parsing JSON, gathering a column's text.
+done in order (decompressing, cutting at a line end, taking a Parquet page's
+values: ``bpe.corpus.parquet``); what costs the most is left to the workers,
+in ``Records.texts`` and ``Records.utf8``: parsing JSON, checking UTF-8.
 
 * A unit of ``Records`` holds whole records: lines of JSON Lines (one JSON
-  object a line, the text at ``field``, dotted for nested objects), a column
-  chunk of Parquet, or Python strs. A record is one document: it is encoded as
+  object a line, the text at ``field``, dotted for nested objects), values
+  of a Parquet column, or Python strs. A record is one document: it is encoded as
   ``encode_ordinary`` encodes it, then the separator.
 * A unit of text is a stretch of a text file, plain or compressed, cut where
   ``encode_file`` cuts its chunks (before a separator, else at a safe cut of a
@@ -42,7 +42,7 @@ from bpe._scanner import first_invalid_utf8
 from bpe.corpus import parquet
 from bpe.corpus.chunking import find_boundary
 from bpe.errors import CorpusDecodeError, CorpusFileError, CorpusRecordError, MissingExtraError
-from bpe.files import check_errors, checked_utf8, read_into
+from bpe.files import check_errors, checked_utf8, read_into, zstd_reader
 from bpe.patterns import find_safe_cut
 from bpe.corpus.sources import Source
 
@@ -118,12 +118,7 @@ def open_stream(source: Source, digest: Optional[Digest] = None):
         return bz2.BZ2File(raw, mode="rb")
     if source.compression == "xz":
         return lzma.LZMAFile(raw, mode="rb")
-    try:
-        import zstandard
-    except ImportError:
-        raise MissingExtraError(f"{source.path}: reading zstd needs the zstandard package: "
-                          'pip install "bpe[formats]" (or zstandard)') from None
-    return zstandard.ZstdDecompressor().stream_reader(raw, read_size=READ_PIECE, read_across_frames=True)
+    return zstd_reader(raw, source.path, READ_PIECE)
 
 
 def field_of(record, field: Sequence[str]):
@@ -375,14 +370,14 @@ def pyarrow_units(source: Source, field: tuple, errors: str) -> Iterator[Records
             column = column.drop_null()
         if not len(column):
             if problems:
-                yield Records("parquet", parquet.Values(np.empty(0, np.uint8), np.zeros(1, np.int64), 0, null_rows,
-                                                        problems), source.path, field, errors)
+                yield Records("parquet", parquet.Values.none(row - len(null_rows) + len(problems), null_rows,
+                                                             problems), source.path, field, errors)
             row += len(batch)
             continue
         if pyarrow.types.is_string_view(column.type):
             column = column.cast(pyarrow.large_string())
         _, offset_buffer, data_buffer = column.buffers()
-        wide = pyarrow.types.is_large_string(column.type) or pyarrow.types.is_large_binary(column.type)
+        wide = pyarrow.types.is_large_string(column.type)
         offsets = np.frombuffer(offset_buffer, dtype=np.int64 if wide else np.int32)[
             column.offset:column.offset + len(column) + 1].astype(np.int64)
         data = np.frombuffer(data_buffer, np.uint8) if data_buffer is not None else np.empty(0, np.uint8)
