@@ -59,7 +59,8 @@ def plain_values(uint8_t[::1] block, Py_ssize_t start, Py_ssize_t end, Py_ssize_
 def hybrid(const uint8_t[::1] data, int bit_width, Py_ssize_t count, uint32_t[::1] out):
     """``count`` values of the RLE / bit-packed hybrid (Parquet's definition
     levels and dictionary indices) of ``bit_width`` bits from ``data`` into
-    ``out``; returns the bytes read, or -1 when ``data`` ends first."""
+    ``out``; returns the bytes read, or -1 when ``data`` ends first (or a run's
+    value has more bits than ``bit_width``)."""
     if bit_width < 0 or bit_width > 32:
         raise ValueError(f"a bit width of {bit_width}")
     if count < 0 or count > out.shape[0]:
@@ -95,9 +96,10 @@ cdef Py_ssize_t decode_hybrid(const uint8_t* data, Py_ssize_t size, int bit_widt
         if header & 1:                        # bit-packed: groups of 8 values, lowest bits first
             n = <Py_ssize_t>(header >> 1) * 8
             take = min(n, count - done)
-            # The last run may end with the last value's byte (pyarrow reads such
-            # files), short of its groups' bytes: only the values taken must be there.
-            if pos + (take * bit_width + 7) // 8 > size:
+            # The last run may end with the last value's byte, short of the rest
+            # of its last group (pyarrow reads such files); not short of more.
+            if pos + (take * bit_width + 7) // 8 > size or \
+                    (pos + (n // 8) * bit_width > size and n - take >= 8):
                 return -1
             for k in range(take):
                 bit = k * bit_width
@@ -113,6 +115,8 @@ cdef Py_ssize_t decode_hybrid(const uint8_t* data, Py_ssize_t size, int bit_widt
             value = 0
             for k in range(byte_width):
                 value |= <uint32_t>data[pos + k] << (8 * k)
+            if value & ~mask:                 # more bits than the width: damage, not a value
+                return -1
             pos += byte_width
             take = min(n, count - done)
             for k in range(take):

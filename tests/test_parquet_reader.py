@@ -473,3 +473,70 @@ def test_counts_and_numbers_no_file_could_hold_are_damage_not_memory(tmp_path):
     (tmp_path / "varint.parquet").write_bytes(b"PAR1" + footer + len(footer).to_bytes(4, "little") + b"PAR1")
     with pytest.raises(CorpusFileError, match="the footer: .*its metadata cannot be read"):
         read_values(tmp_path / "varint.parquet")
+
+
+def test_the_hybrid_refuses_a_value_wider_than_its_width_and_a_run_cut_before_its_last_group():
+    out = np.empty(2, np.uint32)
+    assert hybrid(np.frombuffer(varint(2 << 1) + bytes([25]), np.uint8), 3, 2, out) == -1   # 25 needs 5 bits
+    assert hybrid(np.frombuffer(varint(2 << 1) + bytes([5]), np.uint8), 3, 2, out) == 2 and out.tolist() == [5, 5]
+    # Four values of 3 bits in a run of one group, cut after their 2 bytes: read.
+    # The same run claiming two or more groups: the cut is not within its last one.
+    values = [1, 2, 3, 4]
+    packed = sum(v << (3 * k) for k, v in enumerate(values)).to_bytes(2, "little")
+    out = np.empty(4, np.uint32)
+    assert hybrid(np.frombuffer(varint(1 << 1 | 1) + packed, np.uint8), 3, 4, out) == 3 and out.tolist() == values
+    for groups in (2, 3, 100):
+        assert hybrid(np.frombuffer(varint(groups << 1 | 1) + packed, np.uint8), 3, 4, out) == -1
+
+
+def test_a_footer_whose_counts_disagree_or_that_ends_early_is_damage(tmp_path):
+    path = handmade(tmp_path / "t.parquet", [data_page(plain_form([b"a", b"b"]), 2)], 2)
+    data = path.read_bytes()
+    length = int.from_bytes(data[-8:-4], "little")
+    footer = data[-8 - length:-8]
+    assert footer.endswith(b"\0") and footer.count(varint(2 << 1)) >= 1
+    # The file's rows (field 3, an i64 of 2 rows: zigzag 4) said to be 3: rows disagree.
+    wrong = footer.replace(bytes([0x16, 4]), bytes([0x16, 6]), 1)
+    assert wrong != footer
+    (tmp_path / "rows.parquet").write_bytes(data[:-8 - length] + wrong + data[-8:])
+    with pytest.raises(CorpusFileError, match=r"the footer: .*row groups of 2 rows in a file of 3"):
+        read_values(tmp_path / "rows.parquet")
+    # A STOP where the row groups begin: the metadata ends before its bytes do (pyarrow refuses it too).
+    cut = footer.index(bytes([0x19, 0x1C]))
+    (tmp_path / "stop.parquet").write_bytes(data[:-8 - length] + footer[:cut] + b"\0" + footer[cut + 1:] + data[-8:])
+    with pytest.raises(CorpusFileError, match="the footer: .*its metadata ends after"):
+        read_values(tmp_path / "stop.parquet")
+
+
+def test_a_definition_level_above_the_columns_is_damage(tmp_path):
+    levels = bytes([2 << 1, 1, 2 << 1, 2])          # RLE: 1, 1, then 2, 2 (bit width 1 holds no 2)
+    page = data_page(plain_form([b"a", b"b"]), 4, levels=len(levels).to_bytes(4, "little") + levels)
+    path = handmade(tmp_path / "t.parquet", [page], 4, optional=True)
+    with pytest.raises(CorpusFileError, match="the page at byte 4: .*definition levels cannot be read"):
+        read_values(path)
+    levels = bytes([2 << 1, 1, 1 << 1 | 1, 0b0000_0110])   # RLE 1, 1; bit-packed (width 1) 0, 1, 1, 0 ...
+    page = data_page(plain_form([b"a", b"b", b"c", b"d"]), 6, levels=len(levels).to_bytes(4, "little") + levels)
+    assert read_values(handmade(tmp_path / "ok.parquet", [page], 6, optional=True))[0] == [b"a", b"b", b"c", b"d"]
+
+
+@pytest.mark.parametrize("block", [5, 64, records.READ_BYTES])
+def test_a_gzip_pages_checksum_is_checked_past_its_last_value(tmp_path, monkeypatch, block):
+    monkeypatch.setattr(records, "READ_BYTES", block)
+    path = tmp_path / "t.parquet"
+    parquet.write_table(pyarrow.table({"text": ["alpha", "beta" * 10, "gamma"]}), path, compression="gzip",
+                        use_dictionary=False, write_statistics=False)
+    assert read_values(path)[0] == [b"alpha", b"beta" * 10, b"gamma"]
+    data = bytearray(path.read_bytes())
+    plan = reader.read_plan(str(path), ("text",))
+    data[plan.chunks[0].end - 8] ^= 0xFF            # the member's CRC-32, after every value
+    path.write_bytes(bytes(data))
+    with pytest.raises(CorpusFileError, match="does not decompress"):
+        read_values(path)
+
+
+def test_a_block_filled_to_its_end_by_a_padded_pages_values(tmp_path, monkeypatch):
+    monkeypatch.setattr(records, "READ_BYTES", 16)
+    values = [b"x" * 12, b"y" * 12, b""]            # 16 bytes each with its length: a block each
+    path = handmade(tmp_path / "t.parquet", [data_page(plain_form(values[:2]) + b"\0" * 40, 2),
+                                             data_page(plain_form(values[2:]) + b"\0" * 3, 1)], 3)
+    assert read_values(path)[0] == values == expected_values(path)[0]

@@ -244,7 +244,10 @@ def _plan(path: str, field: tuple, dotted: str, metadata: dict) -> Optional[Plan
     if leaf.get(1) != BYTE_ARRAY or not (leaf.get(6) == UTF8 or 1 in leaf.get(10, {})):
         raise _schema_error(path, dotted, f"a column of {_leaf_type(leaf)}, not text")
     chunks, row = [], 0
-    for group in metadata.get(4, []):
+    groups = metadata.get(4)
+    if not isinstance(groups, list):
+        raise _damaged(path, dotted, "the footer", "no row groups")
+    for group in groups:
         columns = group.get(1, [])
         if index >= len(columns):
             raise _damaged(path, dotted, "the footer", f"a row group of {len(columns)} columns")
@@ -266,6 +269,8 @@ def _plan(path: str, field: tuple, dotted: str, metadata: dict) -> Optional[Plan
                                                        f"{meta.get(5)} values")
         chunks.append(ColumnChunk(meta[4], start, start + _count(meta.get(7, 0)), n_rows, row))
         row += n_rows
+    if row != metadata.get(3):
+        raise _damaged(path, dotted, "the footer", f"row groups of {row} rows in a file of {metadata.get(3)}")
     return Plan(path, dotted, chunks, sum(e.get(3) == OPTIONAL for e in trail))
 
 
@@ -299,9 +304,11 @@ def _footer(path: str, dotted: str) -> Optional[dict]:
     except OSError as e:
         raise CorpusFileError(path, "the file", f"cannot be read ({e})") from None
     try:
-        metadata, _ = read_struct(data)
+            metadata, used = read_struct(data)
     except (Truncated, ValueError, TypeError, RecursionError):
         raise _damaged(path, dotted, "the footer", "its metadata cannot be read") from None
+    if used != len(data):
+        raise _damaged(path, dotted, "the footer", f"its metadata ends after {used} of its {len(data)} bytes")
     return metadata
 
 
@@ -417,9 +424,16 @@ class Gathering(_Reader):
 
 
 def read_exactly(stream, n: int) -> bytes:
-    """``n`` bytes of ``stream`` (fewer only at its end)."""
-    buffer = bytearray(n)
-    return bytes(buffer[:read_into(stream, memoryview(buffer), PIECE)])
+    """``n`` bytes of ``stream`` (fewer only at its end), read a piece at a time:
+    no more memory than the stream has, whatever ``n`` a header claims."""
+    parts = []
+    while n > 0:
+        part = stream.read(min(n, PIECE))
+        if not part:
+            break
+        parts.append(part)
+        n -= len(part)
+    return b"".join(parts)
 
 
 @dataclasses.dataclass
@@ -512,7 +526,7 @@ def _read_page(plan: Plan, fd: int, chunk: ColumnChunk, position: int, row: int)
         return page
     if kind == DATA_PAGE:
         fields = header.get(5, {})
-        n_slots, page.encoding = _count(fields.get(1, 0), left + 1), fields.get(2)
+        n_slots, page.encoding = _count(fields.get(1, 0), min(left + 1, I32_LIMIT)), fields.get(2)
         page.stream = _body(plan, fd, chunk.codec, body, compressed, size, where)
         if plan.max_definition:
             if fields.get(3) != RLE:
@@ -527,7 +541,7 @@ def _read_page(plan: Plan, fd: int, chunk: ColumnChunk, position: int, row: int)
             page.n_bytes -= 4 + length
     elif kind == DATA_PAGE_V2:
         fields = header.get(8, {})
-        n_slots, page.encoding = _count(fields.get(1, 0), left + 1), fields.get(4)
+        n_slots, page.encoding = _count(fields.get(1, 0), min(left + 1, I32_LIMIT)), fields.get(4)
         level_bytes = _count(fields.get(5, 0), I32_LIMIT)
         if fields.get(6, 0):
             raise plan.damaged(where, "repetition levels in a column that is in no list")
@@ -553,7 +567,7 @@ def _indices(plan: Plan, page: Page) -> np.ndarray:
     indices = np.empty(page.n_values, np.uint32)
     if len(data) != page.n_bytes or not data or data[0] > 32 or \
             hybrid(np.frombuffer(data, np.uint8, offset=1), data[0], page.n_values, indices) < 0:
-        raise plan.damaged(page.where, "its dictionary indices end early")
+        raise plan.damaged(page.where, "its dictionary indices cannot be read")
     return indices
 
 
@@ -646,7 +660,7 @@ def _dictionary(plan: Plan, page: Page):
     if filled != page.n_bytes:
         raise plan.damaged(page.where, f"its {page.n_bytes} bytes end after {filled}")
     offsets = np.empty(page.n_values + 1, np.int64)
-    found, used, _ = plain_values(data, 0, filled, 0, offsets, 0, page.n_values)
+    found, _, _ = plain_values(data, 0, filled, 0, offsets, 0, page.n_values)
     if found != page.n_values:
         raise plan.damaged(page.where, f"a dictionary of {found} values where it says {page.n_values}")
     return data[:offsets[found]], offsets
@@ -655,7 +669,9 @@ def _dictionary(plan: Plan, page: Page):
 def _levels(plan: Plan, data: bytes, count: int, bits: int, where: str) -> np.ndarray:
     levels = np.empty(count, np.uint32)
     if hybrid(np.frombuffer(data, np.uint8), bits, count, levels) < 0:
-        raise plan.damaged(where, "its definition levels end early")
+        raise plan.damaged(where, "its definition levels cannot be read")
+    if count and int(levels.max()) > plan.max_definition:
+        raise plan.damaged(where, f"a definition level above the column's {plan.max_definition}")
     return levels
 
 
@@ -698,10 +714,13 @@ def value_blocks(plan: Plan, errors: str, block_bytes: int, spare: list) -> Iter
     (some writers pad a page) is passed over. Nulls follow ``errors``:
     "strict" raises, naming the row; else each is named in the next values'
     ``problems``."""
+    if block_bytes < 4:
+        raise ValueError(f"blocks of {block_bytes} bytes: too few for a value's length and its bytes")
     null_rows: list = []
     problems: list = []
     offsets = np.empty(block_bytes // 4 + 2, np.int64)
     block = np.empty(block_bytes, np.uint8)
+    passed_over = memoryview(bytearray(PIECE))
     # The block: values moved end to end in [0, written), then bytes read but
     # not yet taken, in [start, fill); value ``value`` is its first.
     written = start = fill = n = value = 0
@@ -744,7 +763,14 @@ def value_blocks(plan: Plan, errors: str, block_bytes: int, spare: list) -> Iter
                     raise plan.damaged(f"the page at byte {section.offset}", f"its values end {left} bytes early")
                 fill += got
                 left -= got
-            fill = start                      # bytes read past the page's last value: its padding
+            # What follows the page's last value (some writers pad a page) is read
+            # and passed over: read, so that a gzip page's checksum is checked.
+            fill = start
+            while left:
+                got = read_into(section.stream, passed_over[:min(left, PIECE)], PIECE)
+                if not got:
+                    raise plan.damaged(f"the page at byte {section.offset}", f"it ends {left} bytes early")
+                left -= got
     if n:
         yield Values(block[:written], offsets[:n + 1].copy(), value, null_rows, problems, block)
     elif problems:

@@ -171,7 +171,7 @@ class Records:
         if self.recycle is not None:
             spare, block = self.recycle
             self.recycle = self.data = None
-            if len(block) == READ_BYTES:              # one grown for a long line is let go
+            if len(block) == READ_BYTES:              # one grown for a long record is let go
                 spare.append(block)
 
     def __post_init__(self):
