@@ -224,18 +224,18 @@ def _plan(path: str, field: tuple, dotted: str, metadata: dict) -> Optional[Plan
             stack.append([element, element[5]])
         else:
             leaves.append(trail)
-    names = lambda trail: [e.get(4, b"").decode("utf-8", "replace") for e in trail]   # noqa: E731
-    top = list(dict.fromkeys(names(trail)[0] for trail in leaves))
+    paths = [[e.get(4, b"").decode("utf-8", "replace") for e in trail] for trail in leaves]    # names
+    top = list(dict.fromkeys(names[0] for names in paths))
     if field[0] not in top:
         raise _schema_error(path, dotted, f"no column {field[0]!r} (columns: {', '.join(top[:10])})")
-    found = [k for k, trail in enumerate(leaves) if names(trail) == list(field)]
+    found = [k for k, names in enumerate(paths) if names == list(field)]
     if not found:
-        inner = [names(trail) for trail in leaves if names(trail)[:len(field) - 1] == list(field[:-1])]
+        inner = [names for names in paths if names[:len(field) - 1] == list(field[:-1])]
         if len(field) > 1 and inner and all(len(n) > len(field) - 1 for n in inner):
             known = sorted({n[len(field) - 1] for n in inner})
             raise _schema_error(path, dotted, f"no field {field[-1]!r} in {'.'.join(field[:-1])} "
                                              f"(fields: {', '.join(known[:10])})")
-        raise _schema_error(path, dotted, f"a column of {_type_name(leaves, field, names)}, not text")
+        raise _schema_error(path, dotted, f"a column of {_type_name(leaves, paths, field)}, not text")
     index = found[0]
     trail = leaves[index]
     leaf = trail[-1]
@@ -304,7 +304,7 @@ def _footer(path: str, dotted: str) -> Optional[dict]:
     except OSError as e:
         raise CorpusFileError(path, "the file", f"cannot be read ({e})") from None
     try:
-            metadata, used = read_struct(data)
+        metadata, used = read_struct(data)
     except (Truncated, ValueError, TypeError, RecursionError):
         raise _damaged(path, dotted, "the footer", "its metadata cannot be read") from None
     if used != len(data):
@@ -318,12 +318,13 @@ def _leaf_type(leaf: dict) -> str:
     return TYPE_NAMES.get(leaf.get(1), f"physical type {leaf.get(1)}")
 
 
-def _type_name(leaves, field, names) -> str:
-    """What ``field`` is, where it is not a leaf: a list, or a struct (a group of fields)."""
-    inner = [trail for trail in leaves if names(trail)[:len(field)] == list(field)]
-    if any(e.get(3) == REPEATED for trail in inner for e in trail):
+def _type_name(leaves: list, paths: list, field: tuple) -> str:
+    """What ``field`` is, where it is not a leaf (``leaves`` the schema's, ``paths``
+    their names): a list, or a struct (a group of fields)."""
+    inner = [k for k, names in enumerate(paths) if names[:len(field)] == list(field)]
+    if any(e.get(3) == REPEATED for k in inner for e in leaves[k]):
         return "lists"
-    return f"struct<{', '.join(sorted({names(trail)[len(field)] for trail in inner}))}>" if inner else "no text"
+    return f"struct<{', '.join(sorted({paths[k][len(field)] for k in inner}))}>" if inner else "no text"
 
 
 def _damaged(path: str, dotted: str, where: str, why: str) -> CorpusFileError:

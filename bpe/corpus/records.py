@@ -343,7 +343,7 @@ def pyarrow_units(source: Source, field: tuple, errors: str) -> Iterator[Records
     metadata = file.metadata
     text_bytes = sum(metadata.row_group(g).total_byte_size for g in range(metadata.num_row_groups))
     batch_rows = int(min(max(READ_BYTES * max(metadata.num_rows, 1) // max(text_bytes, 1), 1), 1 << 16))
-    row = 0
+    row = value = 0                     # rows read, and values (rows not null) among them
     null_rows: list = []
     # pyarrow's allocator (mimalloc) keeps the pages of the batches freed: they
     # are given back batch by batch.
@@ -370,8 +370,7 @@ def pyarrow_units(source: Source, field: tuple, errors: str) -> Iterator[Records
             column = column.drop_null()
         if not len(column):
             if problems:
-                yield Records("parquet", parquet.Values.none(row - len(null_rows) + len(problems), null_rows,
-                                                             problems), source.path, field, errors)
+                yield Records("parquet", parquet.Values.none(value, null_rows, problems), source.path, field, errors)
             row += len(batch)
             continue
         if pyarrow.types.is_string_view(column.type):
@@ -384,15 +383,15 @@ def pyarrow_units(source: Source, field: tuple, errors: str) -> Iterator[Records
         # Units of about READ_BYTES of text, however long the rows are.
         cuts = np.unique(np.searchsorted(offsets - offsets[0], np.arange(READ_BYTES, offsets[-1] - offsets[0] + 1,
                                                                          READ_BYTES)))
-        first = row - len(null_rows) + len(problems)       # values (not nulls) before this batch
         for start, stop in zip([0, *cuts.tolist()], [*cuts.tolist(), len(column)]):
             if stop > start or problems:
                 base = int(offsets[start])
                 yield Records("parquet", parquet.Values(data[base:int(offsets[stop])], offsets[start:stop + 1] - base,
-                                                        first + start, null_rows, problems), source.path, field,
+                                                        value + start, null_rows, problems), source.path, field,
                               errors)
                 problems = []
         row += len(batch)
+        value += len(column)
 
 
 def split_long(found: Iterator[Records], pattern: Optional[str]) -> Iterator[Records]:
