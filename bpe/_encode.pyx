@@ -40,7 +40,7 @@ from bpe._bytestable cimport (FNV_OFFSET, FNV_PRIME, bytestable_add, bytestable_
 from bpe._caches cimport (CACHE_MAX_PIECE_BYTES, OUT_SLACK, PIECE_ANY, Tables, cache_merged, cache_merged_long,
                           encode_missed, encode_piece, is_new, is_new_long, short_token)
 from bpe._checks cimport check_ids, check_offsets
-from bpe._lists cimport PrebuiltInts, ids_below, ids_list, lists_of_ids
+from bpe._lists cimport Expanding, PrebuiltInts, expand_run, ids_below, ids_list, lists_of_ids
 from bpe._mergerule cimport (SHORT_PIECE, Ids, LongMerge, Merging, holds_multibyte, ids_init, ids_reserve,
                              longmerge_free, longmerge_init, longmerge_reserve, merge_piece, merging_start,
                              merging_start_whole, merging_step, mergerule_free, starts_whole, whole_char_parts)
@@ -1451,6 +1451,10 @@ cdef class ShortCalls:
     cdef bint lent               # busy because ``lend`` lent its session
     cdef public bint paused      # set while the encoder's calls share caches (``Encoder.sharing_cache``)
     cdef public Py_ssize_t longest   # the longest str taken, in characters (the encoder gives ONE_CALL_CHARS)
+    # Ids of the kernel's that stand for others, expanded as ``utf8_to_list``
+    # and ``utf8_to_array`` make their results (SentencePiece models' partial
+    # characters and bytes without a piece), or None.
+    cdef public Expanding expanding
     cdef object __weakref__      # the encoder holds its tokenizers' ShortCalls weakly
 
     def __cinit__(self, EncodeKernel kernel not None, int pattern, tuple tokens, ids,
@@ -1550,37 +1554,45 @@ cdef class ShortCalls:
             release_output(scratch)
             self.busy = False
 
-    def utf8_to_array(self, bytes data not None, bint narrow, out_id_t below=0):
+    def utf8_to_array(self, bytes data not None, bint narrow):
         """``to_array`` for ``data``, valid UTF-8 (the caller's to be sure of:
         SentencePiece models' normalized text, made from a str), of at most
-        ``longest`` bytes; None where the general path must take it.
-        With ``below`` > 0, an id from ``below`` on makes it uint32 whatever
-        ``narrow`` says (ids that stand for others, for the caller to expand)."""
-        return self._utf8(data, narrow, below, False)
+        ``longest`` bytes, its ids expanded by ``expanding``; None where the
+        general path must take it."""
+        return self._utf8(data, narrow, False)
 
-    def utf8_to_list(self, bytes data not None, out_id_t below):
-        """``utf8_to_array``'s ids as a list of the prebuilt ints where each is
-        below ``below``, else as a uint32 array (ids that stand for others,
-        for the caller to expand); None where the general path must take it."""
-        return self._utf8(data, False, below, True)
+    def utf8_to_list(self, bytes data not None):
+        """``utf8_to_array``'s ids as a list of the prebuilt ints."""
+        return self._utf8(data, False, True)
 
-    cdef object _utf8(self, bytes data, bint narrow, out_id_t below, bint as_list):
+    cdef object _utf8(self, bytes data, bint narrow, bint as_list):
         """``utf8_to_array``, or with ``as_list`` ``utf8_to_list``."""
         cdef const uint8_t* start = <const uint8_t*>PyBytes_AS_STRING(data)
         cdef int64_t length = PyBytes_GET_SIZE(data)
+        cdef Ids* ids
+        cdef Py_ssize_t count
         if self.busy or self.paused or length > self.longest:
             return None
         session = self.session
         cdef Scratch* scratch = (<Session>session).ready()
+        cdef Expanding expanding = self.expanding
         self.busy = True
         try:
             check_pattern(self.pattern, start, length)
             self._run(scratch, start, length, &self.needles, length > SHORT_CHARS)
-            if below > 0 and not ids_below(scratch.out.data, scratch.out.size, below):
-                return ids_array(&scratch.out, False)
+            ids = &scratch.out
+            if expanding is not None and not ids_below(ids.data, ids.size, expanding.e.first):
+                # Into the batch's spare buffer, free between calls.
+                count = expanding.count_checked(ids.data, ids.size)
+                scratch.held.size = 0
+                if ids_reserve(&scratch.held, count) < 0:
+                    raise MemoryError()
+                expand_run(&expanding.e, ids.data, ids.size, scratch.held.data)
+                scratch.held.size = count
+                ids = &scratch.held
             if as_list:
-                return ids_list(scratch.out.data, scratch.out.size, self.ints)
-            return ids_array(&scratch.out, narrow)
+                return ids_list(ids.data, ids.size, self.ints)
+            return ids_array(ids, narrow)
         finally:
             release_output(scratch)
             self.busy = False

@@ -1,6 +1,6 @@
 """Token ids to lists of Python ints, fast: what ``encode`` returns; and ids
 laid out anew: as a token array of records (``ids_with_separators``), and
-with ids that stand for several expanded (``expand_ids``).
+with ids that stand for several expanded (``Expanding``, ``expand_ids``).
 
 Why a module of its own: this is the one place that manages reference counts
 and garbage-collector tracking by hand, and the reasoning for it (below, in
@@ -329,87 +329,122 @@ cdef bint ids_below(const out_id_t* ids, Py_ssize_t n, out_id_t limit) noexcept 
     return True
 
 
-cdef Py_ssize_t expand_text(const out_id_t[::1] ids, Py_ssize_t start, Py_ssize_t end, out_id_t first,
-                            const out_id_t[:, ::1] rows, const uint8_t[::1] lengths, int64_t fused,
-                            out_id_t* out) noexcept nogil:
-    """How many ids one text, ``ids[start:end]``, gives in ``expand_ids``; they
-    are written to ``out`` unless it is NULL (then only counted). -1 for an
-    id that stands for no row."""
+cdef class Expanding:
+    """Ids from ``first`` on that stand for others: ``rows[id - first,
+    :lengths[id - first]]``; and, when ``fused`` is an id, each run of it in
+    a text kept as one. Checked once, and held for the kernel's calls
+    (``ShortCalls.expanding``), which expand a text's ids as they make its
+    list or array.
+
+    Used by ``expand_ids``.
+    """
+
+    def __init__(self, out_id_t first, rows, lengths, int64_t fused=-1):
+        rows = np.ascontiguousarray(rows, dtype=np.uint32)
+        lengths = np.ascontiguousarray(lengths, dtype=np.uint8)
+        if rows.ndim != 2 or lengths.ndim != 1 or lengths.shape[0] != rows.shape[0]:
+            raise ValueError(f"{lengths.shape[0] if lengths.ndim == 1 else lengths.shape} lengths for "
+                             f"{rows.shape[0] if rows.ndim == 2 else rows.shape} rows")
+        cdef const out_id_t[:, ::1] row_view = rows
+        cdef const uint8_t[::1] length_view = lengths
+        cdef Py_ssize_t k
+        for k in range(rows.shape[0]):
+            if not 1 <= length_view[k] <= rows.shape[1]:
+                raise ValueError(f"row {k} has {rows.shape[1]} ids, not {length_view[k]}")
+        self.rows_array, self.lengths_array = rows, lengths
+        self.e.first, self.e.fused = first, fused
+        self.e.n_rows, self.e.width = rows.shape[0], rows.shape[1]
+        self.e.rows = &row_view[0, 0] if rows.size else NULL
+        self.e.lengths = &length_view[0] if lengths.shape[0] else NULL
+
+    @property
+    def first(self) -> int:
+        return self.e.first
+
+    cdef Py_ssize_t count_checked(self, const out_id_t* ids, Py_ssize_t n) except -1:
+        """How many ids ``ids[:n]`` gives expanded; ValueError for an id that stands for no row."""
+        cdef Py_ssize_t count = expand_run(&self.e, ids, n, NULL)
+        cdef Py_ssize_t k
+        if count < 0:
+            for k in range(n):
+                if ids[k] >= self.e.first and ids[k] - self.e.first >= self.e.n_rows:
+                    raise ValueError(f"id {ids[k]} at {k} stands for no row: ids from {self.e.first} "
+                                     f"have {self.e.n_rows}")
+        return count
+
+
+cdef Py_ssize_t expand_run(const Expansion* e, const out_id_t* ids, Py_ssize_t n, out_id_t* out) noexcept nogil:
+    """How many ids one text's, ``ids[:n]``, gives expanded by ``e``; they are
+    written to ``out`` unless it is NULL (then only counted). -1 for an id
+    that stands for no row."""
     cdef Py_ssize_t k, j, at = 0
-    cdef int64_t row
+    cdef const out_id_t* row
     cdef out_id_t token
     cdef bint after = False            # an id was kept before, in this text
     cdef out_id_t last = 0
-    for k in range(start, end):
-        if ids[k] < first:
-            row, j = -1, 0
-        elif ids[k] - first >= rows.shape[0]:
+    for k in range(n):
+        token = ids[k]
+        if token < e.first:
+            row, j = NULL, 1
+        elif token - e.first >= <out_id_t>e.n_rows:
             return -1
         else:
-            row, j = ids[k] - first, lengths[ids[k] - first]
-        while True:
-            token = ids[k] if row < 0 else rows[row, lengths[row] - j]
-            if not (after and token == last and <int64_t>token == fused):
+            row, j = e.rows + (token - e.first) * e.width, e.lengths[token - e.first]
+        while j > 0:
+            if row != NULL:
+                token = row[0]
+                row += 1
+            if not (after and token == last and <int64_t>token == e.fused):
                 if out != NULL:
                     out[at] = token
                 at += 1
             after, last = True, token
             j -= 1
-            if j <= 0:
-                break
     return at
 
 
-def expand_ids(const out_id_t[::1] ids, const offset_t[::1] offsets, out_id_t first,
-               const out_id_t[:, ::1] rows, const uint8_t[::1] lengths, int64_t fused=-1):
-    """``(ids, offsets)`` with each id from ``first`` on replaced by the ids it
-    stands for, ``rows[id - first, :lengths[id - first]]``, and, when
-    ``fused`` is an id, each run of it in a text kept as one: text t's ids
-    are ``ids[offsets[t]:offsets[t + 1]]`` in and out. A pass to count (and
-    check) and one to write, without the GIL: the same in numpy, a dozen
-    passes over every id, took longer than encoding the text.
+def expand_ids(const out_id_t[::1] ids, const offset_t[::1] offsets, Expanding expanding not None):
+    """``(ids, offsets)`` expanded: each id that stands for others replaced by
+    them, and each run of the fused id in a text kept as one (``Expanding``):
+    text t's ids are ``ids[offsets[t]:offsets[t + 1]]`` in and out. A pass to
+    count (and check) and one to write, without the GIL: the same in numpy, a
+    dozen passes over every id, took longer than encoding the text.
 
     >>> import numpy as np
     >>> rows, lengths = np.array([[7, 8], [9, 0]], np.uint32), np.array([2, 1], np.uint8)
-    >>> ids, offsets = expand_ids(np.array([1, 5, 6, 6], np.uint32), np.array([0, 2, 4], np.int64), 5, rows, lengths)
+    >>> ids, offsets = expand_ids(np.array([1, 5, 6, 6], np.uint32), np.array([0, 2, 4], np.int64),
+    ...                           Expanding(5, rows, lengths))
     >>> ids.tolist(), offsets.tolist()
     ([1, 7, 8, 9, 9], [0, 3, 5])
-    >>> ids, offsets = expand_ids(np.array([0, 0, 3, 0, 0], np.uint32), np.array([0, 4, 5], np.int64), 5, rows,
-    ...                           lengths, fused=0)
+    >>> ids, offsets = expand_ids(np.array([0, 0, 3, 0, 0], np.uint32), np.array([0, 4, 5], np.int64),
+    ...                           Expanding(5, rows, lengths, fused=0))
     >>> ids.tolist(), offsets.tolist()
     ([0, 3, 0, 0], [0, 3, 4])
     """
     cdef Py_ssize_t n_texts = offsets.shape[0] - 1
-    cdef Py_ssize_t t, k, size = 0
+    cdef Py_ssize_t t, size = 0
     check_offsets(offsets, -1, ids.shape[0], "id offsets")
     if n_texts < 0:
         raise ValueError("id offsets are empty: they hold a start for each text, then the end")
-    if lengths.shape[0] != rows.shape[0]:
-        raise ValueError(f"{lengths.shape[0]} lengths for {rows.shape[0]} rows")
-    for k in range(rows.shape[0]):
-        if not 1 <= lengths[k] <= rows.shape[1]:
-            raise ValueError(f"row {k} has {rows.shape[1]} ids, not {lengths[k]}")
+    cdef const out_id_t* data = &ids[0] if ids.shape[0] else NULL
     new_offsets = np.empty(n_texts + 1, dtype=np.int64)
     cdef offset_t[::1] bounds = new_offsets
-    cdef out_id_t[::1] written
     cdef Py_ssize_t count = 0
     with nogil:
         bounds[0] = 0
         for t in range(n_texts):
-            count = expand_text(ids, offsets[t], offsets[t + 1], first, rows, lengths, fused, NULL)
+            count = expand_run(&expanding.e, data + offsets[t], offsets[t + 1] - offsets[t], NULL)
             if count < 0:
                 break
             size += count
             bounds[t + 1] = size
     if count < 0:
-        for k in range(ids.shape[0]):
-            if ids[k] >= first and ids[k] - first >= rows.shape[0]:
-                raise ValueError(f"id {ids[k]} at {k} stands for no row: ids from {first} have {rows.shape[0]}")
+        expanding.count_checked(data, ids.shape[0])         # raises, naming the id
     out = np.empty(size, dtype=np.uint32)
     if size == 0:
         return out, new_offsets
-    written = out
+    cdef out_id_t[::1] written = out
     with nogil:
         for t in range(n_texts):
-            expand_text(ids, offsets[t], offsets[t + 1], first, rows, lengths, fused, &written[0] + bounds[t])
+            expand_run(&expanding.e, data + offsets[t], offsets[t + 1] - offsets[t], &written[0] + bounds[t])
     return out, new_offsets

@@ -29,7 +29,7 @@ from typing import Iterable, Mapping, Optional, Sequence
 
 import numpy as np
 
-from bpe._lists import PrebuiltInts, all_below, expand_ids, ids_to_list
+from bpe._lists import Expanding, PrebuiltInts, all_below, expand_ids, ids_to_list
 from bpe.encoder import Encoder
 from bpe.flat import flatten
 from bpe.vocabulary import Ranks, Rule
@@ -138,16 +138,20 @@ class CharacterVocabulary:
         self._special_names = list(special_tokens)
         #: The model's ids as Python ints, made once (``bpe._lists``).
         self.ints = PrebuiltInts(n_vocab)
-        # One text in one kernel call (``encode_text``); None where the kernel has no pattern of its own.
-        self._short = self.encoder.short_calls(self.ints)
         self.fuse_unknown = byte_pieces is None
         self.unk_id = unk_id
         # Row k: what token n_vocab + k stands for (at most a character's 4 bytes).
         self._first_extra = n_vocab
-        self._fallback_lengths = np.array([len(fallback[t]) for t in range(n_vocab, extra)], dtype=np.uint8)
-        self._fallback_ids = np.zeros((extra - n_vocab, 4), dtype=np.uint32)
+        fallback_lengths = np.array([len(fallback[t]) for t in range(n_vocab, extra)], dtype=np.uint8)
+        fallback_ids = np.zeros((extra - n_vocab, 4), dtype=np.uint32)
         for t in range(n_vocab, extra):
-            self._fallback_ids[t - n_vocab, :len(fallback[t])] = fallback[t]
+            fallback_ids[t - n_vocab, :len(fallback[t])] = fallback[t]
+        self._expanding = Expanding(n_vocab, fallback_ids, fallback_lengths, unk_id if self.fuse_unknown else -1)
+        # One text in one kernel call (``encode_text``), its ids expanded
+        # there; None where the kernel has no pattern of its own.
+        self._short = self.encoder.short_calls(self.ints)
+        if self._short is not None:
+            self._short.expanding = self._expanding
 
     def kernel_text(self, data: bytes) -> bytes:
         """Normalized text (UTF-8) as the kernel reads it: with ``space``, ``▁`` as a space."""
@@ -165,25 +169,18 @@ class CharacterVocabulary:
         pooled session, offsets, a cumulative sum), which cost a short text
         ten times sentencepiece's whole call. uint32, or with ``narrow`` (the
         model's ids all fit) uint16 where that call made them."""
-        ids = self._short.utf8_to_array(data, narrow, self._first_extra) if self._short is not None else None
-        return ids if ids is not None and ids.dtype is UINT16 else self._text_done(ids, data)
+        ids = self._short.utf8_to_array(data, narrow) if self._short is not None else None
+        return ids if ids is not None else self._general(data)
 
     def list_text(self, data: bytes) -> list[int]:
-        """``encode_text``'s ids as a list: made in the same kernel call where
-        no id needs expanding, as most texts' are."""
-        got = self._short.utf8_to_list(data, self._first_extra) if self._short is not None else None
-        if type(got) is list:
-            return got
-        return ids_to_list(self._text_done(got, data), self.ints)
+        """``encode_text``'s ids as a list, made in the same kernel call."""
+        got = self._short.utf8_to_list(data) if self._short is not None else None
+        return got if got is not None else ids_to_list(self._general(data), self.ints)
 
-    def _text_done(self, ids: Optional[np.ndarray], data: bytes) -> np.ndarray:
-        """The model's ids of one text from the kernel's (None: not yet encoded)."""
-        if ids is None:
-            return self.encode(np.frombuffer(data, dtype=np.uint8), np.array([0, len(data)], dtype=np.int64),
-                               self._special_names)[0]
-        if all_below(ids, self._first_extra):
-            return ids
-        return self.finish(ids, np.array([0, ids.size], dtype=np.int64))[0]
+    def _general(self, data: bytes) -> np.ndarray:
+        """``encode_text``'s ids by the batch's path (a text the one-text call does not take)."""
+        return self.encode(np.frombuffer(data, dtype=np.uint8), np.array([0, len(data)], dtype=np.int64),
+                           self._special_names)[0]
 
     def finish(self, ids: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The kernel's ids of each text (``ids[offsets[t]:offsets[t + 1]]``) as
@@ -192,5 +189,4 @@ class CharacterVocabulary:
         of unknown ids in a text becomes one."""
         if all_below(ids, self._first_extra):
             return ids, offsets
-        return expand_ids(ids, offsets, self._first_extra, self._fallback_ids, self._fallback_lengths,
-                          self.unk_id if self.fuse_unknown else -1)
+        return expand_ids(ids, offsets, self._expanding)

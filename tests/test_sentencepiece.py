@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import bpe
-from bpe._lists import expand_ids
+from bpe._lists import Expanding, expand_ids
 from bpe.errors import TokenizerFileError
 from bpe.formats.sentencepiece import looks_like_sentencepiece, parse
 from bpe.sentencepiece import SentencePieceTokenizer
@@ -228,10 +228,13 @@ def test_unknown_characters_sharing_bytes_with_known_ones():
         for text in ["旦", "日旦本", "旦旦旦", "a旦日", "日本旦", "a日本", "旦a日"]:
             assert tok.encode(text) == sp.encode(text), (byte_fallback, text)
             assert tok.encode_to_numpy(text).tolist() == sp.encode(text), (byte_fallback, text)
-        # One call's kernel ids: a list at once where no id stands for others, else an array to expand.
+        # One text's kernel call expands the ids as it makes its list or array.
         short = tok._vocabulary._short
-        assert isinstance(short.utf8_to_list("日本".encode(), tok.n_vocab), list)
-        assert isinstance(short.utf8_to_list("旦".encode(), tok.n_vocab), np.ndarray)
+        for text in ["日本", "旦", "旦旦a旦", "a旦日本旦"]:
+            data = tok._kernel_bytes(text)
+            assert short.utf8_to_list(data) == sp.encode(text), (byte_fallback, text)
+            narrow = short.utf8_to_array(data, True)
+            assert narrow.dtype == np.uint16 and narrow.tolist() == sp.encode(text), (byte_fallback, text)
 
 
 @settings(max_examples=300, deadline=None)
@@ -249,7 +252,8 @@ def test_expanding_ids_that_stand_for_several(data):
         table[k, :len(row)] = row
     ids = np.array([i for text in texts for i in text], np.uint32)
     offsets = np.cumsum([0] + [len(text) for text in texts]).astype(np.int64)
-    got, got_offsets = expand_ids(ids, offsets, first, table, np.array([len(r) for r in rows], np.uint8), fused)
+    lengths = np.array([len(r) for r in rows], np.uint8)
+    got, got_offsets = expand_ids(ids, offsets, Expanding(first, table, lengths, fused))
     expected = []
     for text in texts:
         out = [j for i in text for j in (rows[i - first] if i >= first else [i])]
@@ -257,10 +261,10 @@ def test_expanding_ids_that_stand_for_several(data):
     assert got.dtype == np.uint32
     assert [got[a:b].tolist() for a, b in zip(got_offsets[:-1], got_offsets[1:])] == expected
     with pytest.raises(ValueError, match="id offsets are empty"):
-        expand_ids(ids[:0], offsets[:0], first, table, np.array([len(r) for r in rows], np.uint8))
+        expand_ids(ids[:0], offsets[:0], Expanding(first, table, lengths))
     with pytest.raises(ValueError, match=f"id {first + len(rows)} at 0 stands for no row"):
-        expand_ids(np.array([first + len(rows)], np.uint32), np.array([0, 1], np.int64), first, table,
-                   np.array([len(r) for r in rows], np.uint8))
+        expand_ids(np.array([first + len(rows)], np.uint32), np.array([0, 1], np.int64),
+                   Expanding(first, table, lengths))
 
 
 def crafted(pieces, *, byte_fallback=False, model_type=2, **normalizer) -> bytes:
