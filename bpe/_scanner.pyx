@@ -1038,7 +1038,7 @@ cdef Py_ssize_t scanner_fill(Scanner* sc, Py_ssize_t i, Py_ssize_t* ends, Py_ssi
     up to the first that a contraction may concern: the pre-tokens between them
     are the ones ``scanner_next`` would return one by one, and the one at such
     a start goes through ``scanner_next_slow`` as it would there."""
-    cdef Py_ssize_t count = 0
+    cdef Py_ssize_t count = 0, run
     cdef uint64_t after, risky, first, taken
     while count < room and i < sc.n:
         after = window_after(sc, i)
@@ -1055,7 +1055,43 @@ cdef Py_ssize_t scanner_fill(Scanner* sc, Py_ssize_t i, Py_ssize_t* ends, Py_ssi
             count += sc.spread(taken, sc.window, <intptr_t*>(ends + count))
             i = sc.window + 63 - leading_zeros(taken)       # the last end, not read back
             continue
+        if sc.alone != NULL and sc.s[i] >= 0xC0:
+            run = alone_run(sc, i, ends + count, room - count)
+            if run:
+                count += run
+                i = ends[count - 1]
+                continue
         i = scanner_next_slow(sc, i)
+        ends[count] = i
+        count += 1
+    return count
+
+
+cdef Py_ssize_t alone_run(const Scanner* sc, Py_ssize_t i, Py_ssize_t* ends, Py_ssize_t room) noexcept nogil:
+    """metaspace: the ends of the characters of several bytes that stand alone
+    from the start ``i`` on (each a pre-token, ``next_metaspace_alone``'s
+    first answer), up to ``room`` of them; how many. Why apart: text in
+    Chinese or Japanese is mostly such characters, and each cost the whole
+    scanner's call (a window tried, then the character read twice)."""
+    cdef const uint8_t* s = sc.s
+    cdef const uint8_t* alone = sc.alone
+    cdef Py_ssize_t count = 0, n = sc.n
+    cdef uint32_t b, cp
+    cdef int width
+    while count < room and i < n:
+        b = s[i]
+        if b < 0xE0:
+            if b < 0xC0:
+                break
+            cp, width = ((b & 0x1F) << 6) | (s[i + 1] & 0x3F), 2
+        elif b < 0xF0:
+            cp, width = ((b & 0x0F) << 12) | ((s[i + 1] & 0x3F) << 6) | (s[i + 2] & 0x3F), 3
+        else:
+            cp = ((b & 0x07) << 18) | ((s[i + 1] & 0x3F) << 12) | ((s[i + 2] & 0x3F) << 6) | (s[i + 3] & 0x3F)
+            width = 4
+        if not (alone[cp >> 3] >> (cp & 7)) & 1:
+            break
+        i += width
         ends[count] = i
         count += 1
     return count
@@ -1085,24 +1121,12 @@ def split_offsets(const uint8_t[::1] data, int pattern, const uint8_t[::1] alone
     [0, 2, 3, 9]
     """
     cdef Py_ssize_t n = data.shape[0]
-    cdef const uint8_t* s = &data[0] if n > 0 else NULL
-    check_pattern(pattern, s, n)
-    if alone is not None and (pattern != PATTERN_METASPACE or alone.shape[0] != 0x110000 // 8):
-        raise ValueError("alone is for the metaspace pattern: a bit for each code point")
-    if joined is not None and (alone is None or joined.shape[0] != 128 * 128 // 8):
-        raise ValueError("joined goes with alone: a bit for each pair of ASCII characters")
     out = np.empty(n + 1, dtype=np.int64)
     cdef offset_t[::1] offsets = out
     cdef Py_ssize_t i = 0
     cdef Py_ssize_t count = 0
     cdef Scanner scanner
-    scanner_init(&scanner, pattern, s, n)
-    scanner.alone = &alone[0] if alone is not None else NULL
-    scanner.joined = &joined[0] if joined is not None else NULL
-    cdef const uint8_t[::1] pair_cuts
-    if alone is not None and windows:
-        pair_cuts = metaspace_pair_cuts(alone, joined)
-        scanner.pair_cuts = &pair_cuts[0]
+    pair_cuts = _test_scanner(&scanner, data, pattern, alone, joined, windows)
     with nogil:
         while i < n:
             offsets[count] = i
@@ -1112,25 +1136,47 @@ def split_offsets(const uint8_t[::1] data, int pattern, const uint8_t[::1] alone
     return out[:count + 1].copy()
 
 
-def fill_offsets(const uint8_t[::1] data, int pattern, Py_ssize_t room):
+def fill_offsets(const uint8_t[::1] data, int pattern, Py_ssize_t room, const uint8_t[::1] alone=None,
+                 const uint8_t[::1] joined=None, bint windows=True):
     """``split_offsets``' answer, found ``room`` pre-tokens (or a window's) at a
     time by ``scanner_fill``, as the encoder finds them: for tests to hold the
     two ways to the same splits."""
     cdef Py_ssize_t n = data.shape[0]
-    cdef const uint8_t* s = &data[0] if n > 0 else NULL
     if room < 1:
         raise ValueError(f"room must be at least 1, got {room}")
-    check_pattern(pattern, s, n)
     out = np.empty(n + 1 + room + FILL_SLACK, dtype=np.int64)
     cdef offset_t[::1] offsets = out
     cdef Py_ssize_t count = 0
     cdef Scanner scanner
-    scanner_init(&scanner, pattern, s, n)
+    pair_cuts = _test_scanner(&scanner, data, pattern, alone, joined, windows)
     offsets[0] = 0
     with nogil:
         while offsets[count] < n:
             count += scanner_fill(&scanner, offsets[count], <Py_ssize_t*>&offsets[count + 1], room)
     return out[:count + 1].copy()
+
+
+cdef object _test_scanner(Scanner* scanner, const uint8_t[::1] data, int pattern, const uint8_t[::1] alone,
+                          const uint8_t[::1] joined, bint windows):
+    """``scanner`` set up as ``split_offsets`` and ``fill_offsets`` ask; returns
+    the array it points into (the caller holds it while it scans)."""
+    cdef Py_ssize_t n = data.shape[0]
+    cdef const uint8_t* s = &data[0] if n > 0 else NULL
+    check_pattern(pattern, s, n)
+    if alone is not None and (pattern != PATTERN_METASPACE or alone.shape[0] != 0x110000 // 8):
+        raise ValueError("alone is for the metaspace pattern: a bit for each code point")
+    if joined is not None and (alone is None or joined.shape[0] != 128 * 128 // 8):
+        raise ValueError("joined goes with alone: a bit for each pair of ASCII characters")
+    scanner_init(scanner, pattern, s, n)
+    scanner.alone = &alone[0] if alone is not None else NULL
+    scanner.joined = &joined[0] if joined is not None else NULL
+    cdef const uint8_t[::1] pair_cuts
+    if alone is not None and windows:
+        cuts = metaspace_pair_cuts(alone, joined)
+        pair_cuts = cuts
+        scanner.pair_cuts = &pair_cuts[0]
+        return cuts
+    return None
 
 
 # --------------------------------------------------------------------------- the interner

@@ -459,7 +459,7 @@ def test_the_metaspace_scanner_cuts_where_no_piece_joins_two_characters(windows)
     ASCII pairs that pieces hold, between any two others. In ASCII text it
     reads the cuts 64 bytes at a time (``windows``): long texts, mostly ASCII,
     take that way, up to a non-ASCII byte and to the text's end."""
-    from bpe._scanner import PATTERN_IDS, split_offsets
+    from bpe._scanner import PATTERN_IDS, fill_offsets, split_offsets
 
     rng = np.random.default_rng(6)
     alphabet = [SPACE, "a", "b", "(", "é", "日", "本", "🤖", "\n", "\t", " ", "\u2582", "。", "x"]
@@ -482,6 +482,11 @@ def test_the_metaspace_scanner_cuts_where_no_piece_joins_two_characters(windows)
             raw = text.encode("utf-8")
             expected = reference_cuts(text, set(alone_set), every_pair if joined_set is None else joined_set)
             assert [raw[a:b].decode() for a, b in zip(offsets, offsets[1:])] == expected, text
+            # A batch at a time, as the encoder scans: runs of characters that
+            # stand alone are read apart (``alone_run``), up to the batch's room.
+            for room in (1, 3, 64):
+                filled = fill_offsets(data, PATTERN_IDS["metaspace"], room, alone, joined, windows=windows)
+                assert filled.tolist() == offsets, (room, text)
 
 
 MISTRAL = "mistral-common==1.13.1"
