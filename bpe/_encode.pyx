@@ -31,7 +31,7 @@ the entry points, and ``ShortCalls``.
 """
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
-from libc.string cimport memcpy, memmove
+from libc.string cimport memchr, memcpy, memmove
 
 import numpy as np
 
@@ -49,8 +49,8 @@ from bpe._pairranks cimport pairranks_add, pairranks_bytes, pairranks_fill_bytes
 from bpe._session cimport (SCAN_BATCH, Bytes, Scratch, Session, bytes_reserve, release_output, scratch_leave_shared,
                            shared_nearly_full)
 from bpe._scanner import metaspace_pair_cuts
-from bpe._scanner cimport (FILL_SLACK, N_PATTERNS, PATTERN_METASPACE, Scanner, check_pattern, read_ahead,
-                           scanner_fill, scanner_init, wide_utf8)
+from bpe._scanner cimport (FILL_SLACK, N_PATTERNS, PATTERN_METASPACE, Scanner, check_pattern, lead_point,
+                           read_ahead, scanner_fill, scanner_init, wide_utf8)
 from bpe._shortcache cimport (SHORT_KEY_BYTES, BatchKey, ShortEntry, ShortKey, batch_key_hashed, copy_ids,
                               pair_holding, short_key, short_keys, shortcache_free, shortcache_holds,
                               shortcache_home, shortcache_init, shortcache_insert, shortcache_make_room,
@@ -369,6 +369,99 @@ def check_path_choices(group_after_misses, l2_cache_bytes) -> None:
         raise ValueError(f"l2_cache_bytes must be an int >= 0 or None, not {l2_cache_bytes!r}")
 
 
+cdef Py_ssize_t alone_ids_run(const uint32_t* alone_ids, const uint8_t* s, Py_ssize_t i, Py_ssize_t n,
+                              Ids* out) noexcept nogil:
+    """Append the ids of the characters from ``i`` on that ``alone_ids`` holds
+    (each a pre-token of its own, and one token); return where the first it
+    does not hold starts. ``out`` has room (a byte of text, an id)."""
+    cdef out_id_t* at = out.data + out.size
+    cdef uint32_t cp, entry
+    cdef int width
+    while i < n and s[i] >= 0xC0:
+        cp = lead_point(s, i, &width)
+        if cp >= 0x10000:
+            break
+        entry = alone_ids[cp]
+        if entry == 0:
+            break
+        at[0] = entry - 1
+        at += 1
+        i += width
+    out.size = at - out.data
+    return i
+
+
+cdef int check_alone_ids(const uint32_t[::1] alone_ids, const uint8_t[::1] alone, int64_t id_limit) except -1:
+    """ValueError unless ``alone_ids`` (``EncodeKernel``'s) holds a word for each
+    code point of the Basic Multilingual Plane, 0 for each of one byte or
+    that does not stand alone in ``alone``, and ids below ``id_limit``."""
+    cdef Py_ssize_t cp
+    if alone_ids.shape[0] != 0x10000:
+        raise ValueError(f"alone_ids has {alone_ids.shape[0]} entries, not 65536: one for each code point of "
+                         "the Basic Multilingual Plane")
+    for cp in range(0x10000):
+        if alone_ids[cp] and (cp < 0x80 or not (alone[cp >> 3] >> (cp & 7)) & 1):
+            raise ValueError(f"alone_ids holds U+{cp:04X}, which "
+                             + ("is one byte" if cp < 0x80 else "does not stand alone"))
+        if alone_ids[cp] > id_limit:
+            raise ValueError(f"alone_ids gives U+{cp:04X} the id {alone_ids[cp] - 1}, not below {id_limit}")
+    return 0
+
+
+cdef int metaspace_text(Bytes* buffer, const void* source, Py_ssize_t n_points, int kind, bint prefix,
+                        int64_t* length) noexcept nogil:
+    """Write into ``buffer`` a str's characters (``str_parts``') as
+    ``ShortCalls.metaspace_to_list`` reads them: a space in front with
+    ``prefix`` (unless there are none), the UTF-8, each U+2581 (E2 96 81) as
+    a space; its length in ``length``. -1 when out of memory."""
+    cdef uint8_t* start
+    cdef uint8_t* end
+    cdef uint8_t* read
+    cdef uint8_t* write
+    cdef uint8_t* found
+    if n_points == 0:
+        length[0] = 0
+        return 0
+    cdef bint wide = wide_utf8()
+    if bytes_reserve(buffer, 1 + (n_points if kind == 0 else utf8_bound(kind, n_points))
+                     + (UTF8_WIDE_SLACK if wide else 0)) < 0:
+        return -1
+    start = end = buffer.data
+    if prefix:
+        end[0] = 0x20
+        end += 1
+    if kind == 0:
+        memcpy(end, source, n_points)
+        end += n_points
+    else:
+        end = write_utf8(kind, source, n_points, end, wide)
+    if kind >= 2:
+        # U+2581 only in a str of two or four bytes a character.
+        # Moved down only after the first: most such text has none.
+        read = write = start
+        while True:
+            found = <uint8_t*>memchr(read, 0xE2, end - read)
+            if found == NULL:
+                break
+            if found + 3 <= end and found[1] == 0x96 and found[2] == 0x81:
+                if write != read:
+                    memmove(write, read, found - read)
+                write += found - read
+                write[0] = 0x20
+                write += 1
+                read = found + 3
+            else:
+                if write != read:
+                    memmove(write, read, found + 1 - read)
+                write += found + 1 - read
+                read = found + 1
+        if write != read:
+            memmove(write, read, end - read)
+        end = write + (end - read)
+    length[0] = end - start
+    return 0
+
+
 cdef class EncodeKernel:
     """The encoding kernel of one vocabulary.
 
@@ -421,6 +514,17 @@ cdef class EncodeKernel:
         With ``alone``: bit 128 * a + b set for the ASCII characters a and b
         that may stay side by side; the metaspace scanner cuts between others
         (those that no piece holds side by side).
+    alone_ids : uint32 array of 0x10000, optional
+        With ``alone``: for a character of several bytes of the Basic
+        Multilingual Plane that stands alone, 1 + the token its bytes merge
+        to, else 0 (``bpe.charlevel``: its piece). Such a character is always
+        a pre-token of its own and always that token, so a run of them is
+        read straight into the ids, past the scanner's batches and the
+        caches (``alone_ids_run``). Chinese and Japanese text is mostly such
+        characters.
+    read_alone_ids : bool
+        Whether ``alone_ids`` is read, else such characters go through the
+        caches as any pre-token.
     """
     cdef:
         Tables t                # the vocabulary as the caches' misses ask it (``bpe/_caches.pxd``)
@@ -436,13 +540,16 @@ cdef class EncodeKernel:
         const uint8_t* alone
         const uint8_t* joined
         const uint8_t* pair_cuts    # ``metaspace_pair_cuts``' table, for windows of ASCII
+        object alone_id_array
+        const uint32_t* alone_ids   # ``alone_ids``, or NULL
         object token_arrays         # what the whole characters' tables are built from, kept alive
 
     def __cinit__(self, const token_t[::1] byte_ids, const uint8_t[::1] token_data,
                   const offset_t[::1] token_offsets, const token_t[::1] token_ids,
                   const token_t[::1] ranked_ids, const token_t[:, ::1] merge_pairs=None,
                   bint whole_tokens=True, group_after_misses=None, l2_cache_bytes=None,
-                  bint merged_ids_by_offset=True, alone=None, joined=None, bint whole_chars=True):
+                  bint merged_ids_by_offset=True, alone=None, joined=None, bint whole_chars=True,
+                  alone_ids=None, bint read_alone_ids=True):
         cdef Py_ssize_t n_tokens = token_ids.shape[0]
         cdef Py_ssize_t t, k
         cdef int64_t start
@@ -481,6 +588,16 @@ cdef class EncodeKernel:
             raise ValueError(f"merge_pairs is {merge_pairs.shape[0]} x {merge_pairs.shape[1]}, not "
                              f"{ranked_ids.shape[0]} x 2 (a pair for each rank)")
         cdef int64_t id_limit = max(int(np.max(token_ids)) if n_tokens > 0 else 0, int(np.max(byte_ids))) + 1
+        cdef const uint32_t[::1] ids_view
+        self.alone_ids = NULL
+        if alone_ids is not None:
+            if alone is None:
+                raise ValueError("alone_ids goes with alone")
+            self.alone_id_array = np.ascontiguousarray(alone_ids, dtype=np.uint32)
+            check_alone_ids(self.alone_id_array, self.alone_bits, id_limit)
+            if read_alone_ids:
+                ids_view = self.alone_id_array
+                self.alone_ids = &ids_view[0]
         # The tables are built first: __dealloc__ frees whatever was allocated.
         # A vocabulary has about two pairs for each rank (splits of its tokens).
         if (bytestable_init_sized(&self.t.tokens, n_tokens, token_data.shape[0]) < 0
@@ -811,10 +928,16 @@ cdef class EncodeKernel:
         scanner_init(&scanner, pattern, data, n)
         if pattern == PATTERN_METASPACE:
             scanner.alone, scanner.joined, scanner.pair_cuts = self.alone, self.joined, self.pair_cuts
+            scanner.held = self.alone_ids
         # Every id covers at least one byte: room for n ids serves the segment.
         if ids_reserve(&s.out, n) < 0:
             return -1
         while i < n:
+            if scanner.held != NULL and data[i] >= 0xC0:
+                # The batch before ended here, before a character the table holds.
+                i = alone_ids_run(scanner.held, data, i, n, &s.out)
+                if i >= n:
+                    break
             ends_from_start[0] = i           # ends[-1]
             cold = 0 <= group_after <= s.missed
             batch = scanner_fill(&scanner, i, ends, COLD_BATCH if cold else SCAN_BATCH)
@@ -1569,33 +1692,80 @@ cdef class ShortCalls:
         """``utf8_to_array``, or with ``as_list`` ``utf8_to_list``."""
         cdef const uint8_t* start = <const uint8_t*>PyBytes_AS_STRING(data)
         cdef int64_t length = PyBytes_GET_SIZE(data)
-        cdef Ids* ids
-        cdef Py_ssize_t count
         if self.busy or self.paused or length > self.longest:
             return None
         session = self.session
         cdef Scratch* scratch = (<Session>session).ready()
-        cdef Expanding expanding = self.expanding
         self.busy = True
         try:
             check_pattern(self.pattern, start, length)
             self._run(scratch, start, length, &self.needles, length > SHORT_CHARS)
-            ids = &scratch.out
-            if expanding is not None and not ids_below(ids.data, ids.size, expanding.e.first):
-                # Into the batch's spare buffer, free between calls.
-                count = expanding.count_checked(ids.data, ids.size)
-                scratch.held.size = 0
-                if ids_reserve(&scratch.held, count) < 0:
-                    raise MemoryError()
-                expand_run(&expanding.e, ids.data, ids.size, scratch.held.data)
-                scratch.held.size = count
-                ids = &scratch.held
-            if as_list:
-                return ids_list(ids.data, ids.size, self.ints)
-            return ids_array(ids, narrow)
+            return self._expanded(scratch, narrow, as_list)
         finally:
             release_output(scratch)
             self.busy = False
+
+    def metaspace_to_list(self, object text, bint prefix):
+        """``utf8_to_list`` of the text SentencePiece's normalizer makes of
+        ``text`` (a str) where all it does is write each space as ``▁`` and,
+        with ``prefix``, one more in front; as the kernel reads it, where
+        ``▁`` is a space (``CharacterVocabulary.space``): the text's UTF-8, its
+        own ``▁`` as spaces, a space in front unless it is empty. Made here from
+        the str's characters: in Python, its UTF-8, the replacement and the
+        prefix were three copies, a seventh of a call on Chinese text. None
+        where the general path must take it (not a str, too long, busy)."""
+        return self._metaspace(text, prefix, False, True)
+
+    def metaspace_to_array(self, object text, bint prefix, bint narrow):
+        """``metaspace_to_list``'s ids as ``utf8_to_array`` gives them."""
+        return self._metaspace(text, prefix, narrow, False)
+
+    cdef object _metaspace(self, object text, bint prefix, bint narrow, bint as_list):
+        if self.busy or self.paused or not isinstance(text, str) or PyUnicode_GET_LENGTH(text) > self.longest:
+            return None
+        cdef const void* source
+        cdef Py_ssize_t n_points
+        cdef int kind
+        cdef int64_t length
+        cdef int status
+        str_parts(text, &source, &n_points, &kind)
+        cdef bint document = n_points > SHORT_CHARS     # encoded letting other threads run
+        session = self.session
+        cdef Scratch* scratch = (<Session>session).ready()
+        self.busy = True
+        try:
+            if document:
+                with nogil:
+                    status = metaspace_text(&scratch.text, source, n_points, kind, prefix, &length)
+            else:
+                status = metaspace_text(&scratch.text, source, n_points, kind, prefix, &length)
+            if status < 0:
+                raise MemoryError()
+            check_pattern(self.pattern, scratch.text.data, length)
+            self._run(scratch, scratch.text.data, length, &self.needles, document)
+            return self._expanded(scratch, narrow, as_list)
+        finally:
+            release_output(scratch)
+            self.busy = False
+
+    cdef object _expanded(self, Scratch* scratch, bint narrow, bint as_list):
+        """The call's ids (``scratch.out``), expanded by ``expanding``, as a list or an array."""
+        cdef Ids* ids = &scratch.out
+        cdef Expanding expanding = self.expanding
+        cdef Py_ssize_t count
+        if expanding is not None and not ids_below(ids.data, ids.size, expanding.e.first):
+            # Into the batch's spare buffer (free between calls), in one pass.
+            scratch.held.size = 0
+            if ids_reserve(&scratch.held, ids.size * expanding.e.width) < 0:
+                raise MemoryError()
+            count = expand_run(&expanding.e, ids.data, ids.size, scratch.held.data)
+            if count < 0:
+                expanding.count_checked(ids.data, ids.size)         # raises, naming the id
+            scratch.held.size = count
+            ids = &scratch.held
+        if as_list:
+            return ids_list(ids.data, ids.size, self.ints)
+        return ids_array(ids, narrow)
 
     cdef bint _encode(self, Scratch* scratch, object text, bint refuse_specials, bint ordinary) except -1:
         """Encode ``text`` into ``scratch.out`` (a document's without the GIL); False

@@ -376,30 +376,45 @@ cdef class Expanding:
 cdef Py_ssize_t expand_run(const Expansion* e, const out_id_t* ids, Py_ssize_t n, out_id_t* out) noexcept nogil:
     """How many ids one text's, ``ids[:n]``, gives expanded by ``e``; they are
     written to ``out`` unless it is NULL (then only counted). -1 for an id
-    that stands for no row."""
-    cdef Py_ssize_t k, j, at = 0
+    that stands for no row. ``out`` needs room for ``e.width`` ids an id."""
+    cdef Py_ssize_t k, j, length, at = 0
     cdef const out_id_t* row
     cdef out_id_t token
+    if e.fused < 0:
+        # No runs to fuse (byte fallback): an id, or its row, in place.
+        for k in range(n):
+            token = ids[k]
+            if token < e.first:
+                if out != NULL:
+                    out[at] = token
+                at += 1
+                continue
+            if token - e.first >= <out_id_t>e.n_rows:
+                return -1
+            length = e.lengths[token - e.first]
+            if out != NULL:
+                row = e.rows + (token - e.first) * e.width
+                for j in range(length):
+                    out[at + j] = row[j]
+            at += length
+        return at
     cdef bint after = False            # an id was kept before, in this text
     cdef out_id_t last = 0
     for k in range(n):
         token = ids[k]
         if token < e.first:
-            row, j = NULL, 1
+            row, length = &ids[k], 1
         elif token - e.first >= <out_id_t>e.n_rows:
             return -1
         else:
-            row, j = e.rows + (token - e.first) * e.width, e.lengths[token - e.first]
-        while j > 0:
-            if row != NULL:
-                token = row[0]
-                row += 1
+            row, length = e.rows + (token - e.first) * e.width, e.lengths[token - e.first]
+        for j in range(length):
+            token = row[j]
             if not (after and token == last and <int64_t>token == e.fused):
                 if out != NULL:
                     out[at] = token
                 at += 1
             after, last = True, token
-            j -= 1
     return at
 
 

@@ -1,4 +1,4 @@
-from libc.stdint cimport intptr_t, uint8_t, uint64_t, uintptr_t
+from libc.stdint cimport intptr_t, uint8_t, uint32_t, uint64_t, uintptr_t
 
 from bpe._bytestable cimport BytesTable
 from bpe._memory cimport prefetch
@@ -64,6 +64,10 @@ cdef struct Scanner:
     # tried before ``plain_until`` (just past a non-ASCII byte a window met).
     const uint8_t* pair_cuts
     Py_ssize_t plain_until
+    # With them, ``held`` (or NULL): a word for each code point of the Basic
+    # Multilingual Plane, not 0 where the caller takes that character itself
+    # (``EncodeKernel``'s ``alone_ids``); ``scanner_fill`` ends a batch before it.
+    const uint32_t* held
 
 
 cdef void scanner_init(Scanner* sc, int pattern, const uint8_t* s, Py_ssize_t n) noexcept nogil
@@ -129,3 +133,17 @@ cdef inline void read_ahead(const uint8_t* s, Py_ssize_t n) noexcept nogil:
     while k < n and k < READ_AHEAD:
         prefetch(<const void*>(<uintptr_t>s + k))
         k += 64
+
+
+cdef inline uint32_t lead_point(const uint8_t* s, Py_ssize_t i, int* width) noexcept nogil:
+    """The code point of the character of several bytes that starts at byte
+    ``i`` of valid UTF-8 (``s[i]`` is 0xC0 or more), and its width."""
+    cdef uint32_t b = s[i]
+    if b < 0xE0:
+        width[0] = 2
+        return ((b & 0x1F) << 6) | (s[i + 1] & 0x3F)
+    if b < 0xF0:
+        width[0] = 3
+        return ((b & 0x0F) << 12) | ((s[i + 1] & 0x3F) << 6) | (s[i + 2] & 0x3F)
+    width[0] = 4
+    return ((b & 0x07) << 18) | ((s[i + 1] & 0x3F) << 12) | ((s[i + 2] & 0x3F) << 6) | (s[i + 3] & 0x3F)

@@ -737,6 +737,7 @@ cdef void scanner_init(Scanner* sc, int pattern, const uint8_t* s, Py_ssize_t n)
     sc.joined = NULL
     sc.pair_cuts = NULL
     sc.plain_until = 0
+    sc.held = NULL
     sc.spread = SPREAD
     sc.window = -64             # no window of starts
     sc.starts = 0
@@ -1061,6 +1062,8 @@ cdef Py_ssize_t scanner_fill(Scanner* sc, Py_ssize_t i, Py_ssize_t* ends, Py_ssi
                 count += run
                 i = ends[count - 1]
                 continue
+            if count > 0 and sc.held != NULL and holds(sc, i):
+                break
         i = scanner_next_slow(sc, i)
         ends[count] = i
         count += 1
@@ -1070,31 +1073,30 @@ cdef Py_ssize_t scanner_fill(Scanner* sc, Py_ssize_t i, Py_ssize_t* ends, Py_ssi
 cdef Py_ssize_t alone_run(const Scanner* sc, Py_ssize_t i, Py_ssize_t* ends, Py_ssize_t room) noexcept nogil:
     """metaspace: the ends of the characters of several bytes that stand alone
     from the start ``i`` on (each a pre-token, ``next_metaspace_alone``'s
-    first answer), up to ``room`` of them; how many. Why apart: text in
-    Chinese or Japanese is mostly such characters, and each cost the whole
-    scanner's call (a window tried, then the character read twice)."""
+    first answer), up to ``room`` of them and the first ``held`` one; how
+    many. Why apart: text in Chinese or Japanese is mostly such characters,
+    and each cost the whole scanner's call (a window tried, then the
+    character read twice)."""
     cdef const uint8_t* s = sc.s
     cdef const uint8_t* alone = sc.alone
     cdef Py_ssize_t count = 0, n = sc.n
-    cdef uint32_t b, cp
+    cdef uint32_t cp
     cdef int width
-    while count < room and i < n:
-        b = s[i]
-        if b < 0xE0:
-            if b < 0xC0:
-                break
-            cp, width = ((b & 0x1F) << 6) | (s[i + 1] & 0x3F), 2
-        elif b < 0xF0:
-            cp, width = ((b & 0x0F) << 12) | ((s[i + 1] & 0x3F) << 6) | (s[i + 2] & 0x3F), 3
-        else:
-            cp = ((b & 0x07) << 18) | ((s[i + 1] & 0x3F) << 12) | ((s[i + 2] & 0x3F) << 6) | (s[i + 3] & 0x3F)
-            width = 4
-        if not (alone[cp >> 3] >> (cp & 7)) & 1:
+    while count < room and i < n and s[i] >= 0xC0:
+        cp = lead_point(s, i, &width)
+        if not (alone[cp >> 3] >> (cp & 7)) & 1 or (sc.held != NULL and cp < 0x10000 and sc.held[cp]):
             break
         i += width
         ends[count] = i
         count += 1
     return count
+
+
+cdef inline bint holds(const Scanner* sc, Py_ssize_t i) noexcept nogil:
+    """Whether the character of several bytes at ``i`` is one of ``held``'s."""
+    cdef int width
+    cdef uint32_t cp = lead_point(sc.s, i, &width)
+    return cp < 0x10000 and sc.held[cp] != 0
 
 
 cdef int check_pattern(int pattern, const uint8_t* s, Py_ssize_t n) except -1:
@@ -1137,10 +1139,11 @@ def split_offsets(const uint8_t[::1] data, int pattern, const uint8_t[::1] alone
 
 
 def fill_offsets(const uint8_t[::1] data, int pattern, Py_ssize_t room, const uint8_t[::1] alone=None,
-                 const uint8_t[::1] joined=None, bint windows=True):
+                 const uint8_t[::1] joined=None, bint windows=True, const uint32_t[::1] held=None):
     """``split_offsets``' answer, found ``room`` pre-tokens (or a window's) at a
     time by ``scanner_fill``, as the encoder finds them: for tests to hold the
-    two ways to the same splits."""
+    two ways to the same splits. ``held``: the scanner's (a word for each
+    code point of the Basic Multilingual Plane), where batches end early."""
     cdef Py_ssize_t n = data.shape[0]
     if room < 1:
         raise ValueError(f"room must be at least 1, got {room}")
@@ -1149,6 +1152,10 @@ def fill_offsets(const uint8_t[::1] data, int pattern, Py_ssize_t room, const ui
     cdef Py_ssize_t count = 0
     cdef Scanner scanner
     pair_cuts = _test_scanner(&scanner, data, pattern, alone, joined, windows)
+    if held is not None:
+        if alone is None or held.shape[0] != 0x10000:
+            raise ValueError("held goes with alone: a word for each code point of the Basic Multilingual Plane")
+        scanner.held = &held[0]
     offsets[0] = 0
     with nogil:
         while offsets[count] < n:

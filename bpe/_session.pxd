@@ -39,7 +39,8 @@ cdef struct Scratch:
     ShortCache short     # pre-tokens of up to SHORT_KEY_BYTES bytes -> their ids (see bpe/_shortcache.pxd)
     ShortCache own_short # its own table while ``short`` is a shared one (``Session.share``); slots NULL otherwise
     Ids cached           # ids of the other cached pre-tokens, sliced by the cache's values
-    Ids held             # a cold batch's misses' ids, until they go in among its hits' (``_encode_cold``)
+    Ids held             # a cold batch's misses' ids, until they go in among its hits' (``_encode_cold``);
+                         # a text's ids expanded (``ShortCalls``), between calls
     BytesTable cache     # their bytes -> (offset in cached) << 16 | count
     uint64_t cache_era   # how often ``cache`` started afresh: older short-cache markers point at nothing
     LongMerge long_merge # work arrays for merging a long pre-token

@@ -311,6 +311,11 @@ cdef void release_output(Scratch* s) noexcept nogil:
         mem_free(s.out.data)
         s.out.data = NULL
         s.out.capacity = 0
+    if s.held.capacity > (1 << 20):         # a long text's ids expanded (``ShortCalls``)
+        mem_free(s.held.data)
+        s.held.data = NULL
+        s.held.capacity = 0
+        s.held.size = 0
     if s.text.capacity > (1 << 22):
         mem_free(s.text.data)
         s.text.data = NULL

@@ -10,18 +10,20 @@ from its bytes by merges ranked before every real one: a proper prefix of a
 character is a token of its own, numbered past the model's ids. Whatever of
 those the merging leaves (the bytes of a character the model lacks, which
 begin like one it holds) become the ids they stand for afterwards
-(``CharacterVocabulary.finish``), vectorised. Where the text can hold no
-space of its own, ``▁`` (three bytes) is written as a space (one) in the
-kernel's text and pieces: a space stands for it alone.
+(``bpe._lists.Expanding``; in the kernel's call, for one text). Where the
+text can hold no space of its own, ``▁`` (three bytes) is written as a
+space (one) in the kernel's text and pieces: a space stands for it alone.
 
 A merge makes a piece of the two parts it joins, so it never crosses between
 two characters that no piece holds side by side: where no piece holds ``▁``
 after another character, the text is cut before each run of ``▁`` (the
 native ``metaspace`` pattern), around each character that no piece of
 several characters holds (an ideograph or a line feed, often), which then
-is a pre-token of its own that the caches know at once, and between two
-ASCII characters that no piece holds side by side (``(b`` in code, often):
-fewer and shorter new pre-tokens to merge.
+is a pre-token of its own, and between two ASCII characters that no piece
+holds side by side (``(b`` in code, often): fewer and shorter new
+pre-tokens to merge. Such a character of several bytes is always its own
+token: the kernel reads a run of them from a table (``alone_ids``) rather
+than the caches.
 """
 from __future__ import annotations
 
@@ -57,6 +59,20 @@ def character_cuts(pieces: Iterable[str], space: bool = False) -> tuple[Optional
     joined[sorted(pairs)] = True
     return "metaspace", {"alone": np.packbits(alone, bitorder="little"),
                          "joined": np.packbits(joined, bitorder="little")}
+
+
+def alone_ids(alone: np.ndarray, ids: Mapping[str, int]) -> np.ndarray:
+    """``EncodeKernel``'s ``alone_ids``: 1 + the id of each character of ``ids``
+    (those the kernel makes from their bytes, with their tokens) of several
+    bytes in the Basic Multilingual Plane that stands alone (``alone``,
+    ``character_cuts``'), else 0. Such a character is a pre-token of its own,
+    and always its token."""
+    bits = np.unpackbits(alone[:0x10000 // 8], bitorder="little").astype(bool)
+    table = np.zeros(0x10000, dtype=np.uint32)
+    for c, token_id in ids.items():
+        if 0x80 <= ord(c) < 0x10000 and bits[ord(c)]:
+            table[ord(c)] = token_id + 1
+    return table
 
 
 class CharacterVocabulary:
@@ -109,6 +125,7 @@ class CharacterVocabulary:
         # Each multi-byte character from its bytes, a byte at a time: the
         # merge of a prefix and the next byte, shorter prefixes first.
         made: dict[bytes, tuple[int, int]] = {}        # prefix -> (its prefix's id, the byte's id)
+        characters = list(characters)
         for c in characters:
             raw = c.encode("utf-8")
             for length in range(2, len(raw) + 1):
@@ -134,6 +151,8 @@ class CharacterVocabulary:
             arrays["ranked_ids"] = np.concatenate([made_ids, np.asarray(rule.merged, dtype=np.int32)])
         self.pattern, cuts = character_cuts(pieces, space)
         arrays.update(cuts)
+        if cuts:
+            arrays["alone_ids"] = alone_ids(cuts["alone"], {c: ids[c.encode("utf-8")] for c in characters})
         self.encoder = Encoder(arrays, self.pattern, special_tokens)
         self._special_names = list(special_tokens)
         #: The model's ids as Python ints, made once (``bpe._lists``).
@@ -152,6 +171,11 @@ class CharacterVocabulary:
         self._short = self.encoder.short_calls(self.ints)
         if self._short is not None:
             self._short.expanding = self._expanding
+
+    @property
+    def short_calls(self):
+        """The kernel's calls on one text (``ShortCalls``), its ids expanded; None without."""
+        return self._short
 
     def kernel_text(self, data: bytes) -> bytes:
         """Normalized text (UTF-8) as the kernel reads it: with ``space``, ``▁`` as a space."""

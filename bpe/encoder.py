@@ -65,6 +65,10 @@ class EncoderOptions:
     #: Whether merges may start from a character's token where its bytes merge
     #: alone (``bpe/_wholechars.pxd``); False starts every merge from bytes.
     whole_chars: bool = True
+    #: Whether characters that stand alone are read from the kernel's table
+    #: of their ids (``alone_ids``, SentencePiece-style models'); False sends
+    #: them through the caches as any pre-token.
+    read_alone_ids: bool = True
     #: Whether a tokenizer's ``ShortCalls`` takes documents too (up to
     #: ``ONE_CALL_CHARS``); False leaves them to the pooled sessions.
     document_calls: bool = True
@@ -72,14 +76,15 @@ class EncoderOptions:
     def __post_init__(self):
         check_slots(self.short_cache_slots, self.short_cache_max_slots)
         check_path_choices(self.group_after_misses, self.l2_cache_bytes)
-        for name in ("merged_ids_by_offset", "whole_chars", "document_calls"):
+        for name in ("merged_ids_by_offset", "whole_chars", "read_alone_ids", "document_calls"):
             if type(getattr(self, name)) is not bool:
                 raise ValueError(f"{name} must be a bool, not {getattr(self, name)!r}")
 
     def kernel(self) -> dict:
         """The ``EncodeKernel`` arguments among them (which it checks)."""
         return {"group_after_misses": self.group_after_misses, "l2_cache_bytes": self.l2_cache_bytes,
-                "merged_ids_by_offset": self.merged_ids_by_offset, "whole_chars": self.whole_chars}
+                "merged_ids_by_offset": self.merged_ids_by_offset, "whole_chars": self.whole_chars,
+                "read_alone_ids": self.read_alone_ids}
 
 
 class Encoder:

@@ -83,6 +83,10 @@ class CharacterTokenizer:
     _made_from: tuple                  # the constructor's arguments: what pickling sends
     _reuse_key: tuple                  # the fingerprint and the rest of _made_from: equal, the same tokenizer
     _narrow: bool                      # every id fits uint16: arrays are uint16 unless asked otherwise
+    # The kernel's calls that normalize a str themselves (``ShortCalls.metaspace_to_list``),
+    # where that is all the normalizer does, with a ``▁`` in front or not; else None.
+    _str_calls = None
+    _str_prefix = False
 
     def __reduce__(self):
         # Sent as what it was built from (the parsed file, no kernel state); a
@@ -121,6 +125,10 @@ class CharacterTokenizer:
     def _text_ids(self, text: str, narrow: bool = False) -> np.ndarray:
         """``_ids`` of one text: its own ids alone (uint32; or uint16 with
         ``narrow``, where the kernel made them so in one call)."""
+        if self._str_calls is not None:
+            ids = self._str_calls.metaspace_to_array(text, self._str_prefix, narrow)
+            if ids is not None:
+                return ids
         try:
             data = self._kernel_bytes(text)
             if data is None:
@@ -131,6 +139,10 @@ class CharacterTokenizer:
 
     def _text_list(self, text: str) -> list[int]:
         """``_text_ids`` as a list."""
+        if self._str_calls is not None:
+            got = self._str_calls.metaspace_to_list(text, self._str_prefix)
+            if got is not None:
+                return got
         try:
             data = self._kernel_bytes(text)
             if data is None:
@@ -348,6 +360,9 @@ class SentencePieceTokenizer(CharacterTokenizer):
                                                self.user_defined, no_spaces=self.escape_whitespaces)
         self._ints = self._vocabulary.ints
         self.pattern = self._vocabulary.pattern
+        if self._vocabulary.space and not self.remove_extra_whitespaces:
+            # _normalized_utf8's kernel text is then the str's UTF-8, ▁ as a space, a space in front.
+            self._str_calls, self._str_prefix = self._vocabulary.short_calls, self.add_dummy_prefix
         self._decoding = None
         self._texts = [piece.text for piece in pieces]
         self._types = [piece.type for piece in pieces]

@@ -177,6 +177,107 @@ def test_one_text_in_one_kernel_call_and_the_way_back(trained):
         assert [tok.encode(text) for text in texts] == [sp.encode(text) for text in texts]
 
 
+def alone_model(byte_fallback: bool) -> bytes:
+    """A model with characters of several bytes that no piece of several
+    characters holds (and 日, 本, which 日本 holds)."""
+    return crafted(LETTERS + [(c, -50.0) for c in "京東都國é한ΩЖ。，日本"] + [("日本", -1.0), ("ab", -2.0),
+                                                                       ("\u2581a", -3.0)],
+                   byte_fallback=byte_fallback, add_dummy_prefix=True)
+
+
+def test_characters_that_stand_alone_are_read_from_a_table():
+    """A character of several bytes that no piece of several characters holds
+    is a pre-token of its own, and always the same token: the kernel reads
+    runs of them from a table (``alone_ids``) past its batches and caches.
+    Each entry is the id the caches give (the table unread), and texts give
+    the same ids either way: runs of them among other characters, longer than
+    a batch, a document, and a batch of texts."""
+    from bpe._encode import SHORT_CALL_CHARS
+    from bpe._testing import encoder_defaults
+
+    for byte_fallback in (True, False):
+        data = alone_model(byte_fallback)
+        tok, sp = pair(data)
+        with encoder_defaults(read_alone_ids=False):
+            unread, _ = pair(data)
+        table = tok._vocabulary.encoder._arrays["alone_ids"]
+        held = [chr(point) for point in np.flatnonzero(table)]
+        assert held == sorted("京東都國é한ΩЖ。，")         # not 日 or 本, which are in 日本
+        for c in held:
+            assert tok.encode(c)[-1] == unread.encode(c)[-1] == table[ord(c)] - 1, c
+        rng = np.random.default_rng(3)
+        alphabet = held + ["a", " ", "日", "本", "旦", "🤖", "\n", "é", ",", SPACE]
+        texts = ["".join(rng.choice(alphabet, size=int(rng.integers(1, 400)))) for _ in range(60)]
+        texts += ["".join(held) * 3, "".join(held[:5]) * SHORT_CALL_CHARS, " ".join(held)]
+        for text in texts:
+            assert tok.encode(text) == unread.encode(text) == sp.encode(text), text
+        assert tok.encode_batch(texts) == [sp.encode(text) for text in texts]
+
+
+def test_a_table_of_characters_that_do_not_stand_alone_is_refused():
+    from bpe.encoder import Encoder
+
+    tok, _ = pair(alone_model(True))
+    encoder = tok._vocabulary.encoder
+    arrays = dict(encoder._arrays)
+    good = arrays.pop("alone_ids")
+    ideograph = int(np.flatnonzero(good)[0])
+    for point, value, message in [(ord("a"), 5, "holds U\\+0061, which is one byte"),
+                                  (ord("日"), 5, "holds U\\+65E5, which does not stand alone"),
+                                  (ideograph, 2**31, "not below")]:
+        bad = good.copy()
+        bad[point] = value
+        with pytest.raises(ValueError, match=message):
+            Encoder({**arrays, "alone_ids": bad}, encoder.pattern, {})
+    with pytest.raises(ValueError, match="alone_ids has 3 entries"):
+        Encoder({**arrays, "alone_ids": good[:3]}, encoder.pattern, {})
+    without_alone = {name: array for name, array in arrays.items() if name not in ("alone", "joined")}
+    with pytest.raises(ValueError, match="alone_ids goes with alone"):
+        Encoder({**without_alone, "alone_ids": good}, encoder.pattern, {})
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.one_of(st.text(max_size=60), st.text(st.sampled_from([SPACE, " ", "a", "é", "日", "\ud800", "\udc00",
+                                                                    "🤖", "\u2580", "\u2582", "“"]), max_size=60)),
+       prefix=st.booleans())
+def test_a_str_is_normalized_by_the_kernel_as_in_python(trained, text, prefix):
+    """Where SentencePiece's normalizer only writes spaces as ``▁`` (and one in
+    front), the kernel's call makes the text it reads from the str itself
+    (``ShortCalls.metaspace_to_list``): the same ids as from the bytes Python
+    makes (a space in front, the UTF-8, each ``▁`` as a space), for str of
+    every width, lone surrogates, and ``▁`` and its neighbours' bytes."""
+    from bpe.encoder import utf8
+
+    tok, _ = pair(trained["kept_spaces"])
+    short = tok._vocabulary.short_calls
+    data = utf8(text).replace(SPACE.encode(), b" ")
+    data = b" " + data if prefix and text else data
+    expected = short.utf8_to_list(data)
+    assert short.metaspace_to_list(text, prefix) == expected
+    narrow = short.metaspace_to_array(text, prefix, True)
+    assert narrow.dtype == np.uint16 and narrow.tolist() == expected
+
+
+def test_the_kernel_normalizes_only_what_it_may(trained):
+    """The str call is taken where the normalizer does nothing else, and gives
+    way (None) as the bytes' call does: not a str, longer than it takes, or
+    while calls share their caches; a document is made without the GIL."""
+    from bpe._encode import SHORT_CALL_CHARS
+
+    assert pair(trained["kept_spaces"])[0]._str_calls is not None
+    assert pair(trained["no_prefix_kept_spaces"])[0]._str_prefix is False
+    assert pair(trained["byte_fallback"])[0]._str_calls is None       # it removes extra whitespace
+    tok, sp = pair(trained["kept_spaces"])
+    short = tok._str_calls
+    assert short.metaspace_to_list(b"x", True) is None
+    assert short.metaspace_to_list("x" * (short.longest + 1), True) is None
+    document = "日本 旦▁a " * SHORT_CALL_CHARS
+    assert short.metaspace_to_list(document, True) == sp.encode(document)
+    with tok._vocabulary.encoder.sharing_cache():
+        assert short.metaspace_to_list("x", True) is None
+        assert tok.encode(document) == sp.encode(document)
+
+
 @pytest.mark.parametrize("kind", KINDS)
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(atoms=st.lists(st.sampled_from(ATOMS), max_size=40),
@@ -473,6 +574,8 @@ def test_the_metaspace_scanner_cuts_where_no_piece_joins_two_characters(windows)
         for a, b in joined_set or ():
             pairs[(ord(a) << 7) | ord(b)] = True
         joined = None if joined_set is None else np.packbits(pairs, bitorder="little")
+        held = np.zeros(0x10000, dtype=np.uint32)
+        held[[ord(c) for c in alone_set if 0x80 <= ord(c) < 0x10000][:1]] = 1
         every_pair = {(chr(a), chr(b)) for a in range(128) for b in range(128)}
         for k in range(400):
             letters, longest = (alphabet, 30) if k % 2 else (ascii_heavy, 300)
@@ -483,10 +586,14 @@ def test_the_metaspace_scanner_cuts_where_no_piece_joins_two_characters(windows)
             expected = reference_cuts(text, set(alone_set), every_pair if joined_set is None else joined_set)
             assert [raw[a:b].decode() for a, b in zip(offsets, offsets[1:])] == expected, text
             # A batch at a time, as the encoder scans: runs of characters that
-            # stand alone are read apart (``alone_run``), up to the batch's room.
+            # stand alone are read apart (``alone_run``), up to the batch's
+            # room; with ``held`` (the encoder's ``alone_ids``), a batch also
+            # ends before each character it holds.
             for room in (1, 3, 64):
-                filled = fill_offsets(data, PATTERN_IDS["metaspace"], room, alone, joined, windows=windows)
-                assert filled.tolist() == offsets, (room, text)
+                for table in (None, held):
+                    filled = fill_offsets(data, PATTERN_IDS["metaspace"], room, alone, joined, windows=windows,
+                                          held=table)
+                    assert filled.tolist() == offsets, (room, text)
 
 
 MISTRAL = "mistral-common==1.13.1"
@@ -509,6 +616,12 @@ def test_mistral_models_match_sentencepiece(mistral):
         assert tok.encode(text) == sp.encode(text), text
         assert tok.decode(sp.encode(text)) == sp.decode(sp.encode(text)), text
     assert tok.encode_batch(docs) == [sp.encode(doc) for doc in docs]
+    # Every character read from the table of those that stand alone (most
+    # ideographs these models hold), alone and as one run.
+    held = "".join(chr(point) for point in np.flatnonzero(tok._vocabulary.encoder._arrays["alone_ids"]))
+    assert len(held) > 2000
+    assert [tok.encode(c) for c in held] == [sp.encode(c) for c in held]
+    assert tok.encode(held) == sp.encode(held)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
