@@ -625,13 +625,21 @@ cdef Py_ssize_t next_metaspace_alone(const uint8_t* s, Py_ssize_t i, Py_ssize_t 
     to two ASCII characters side by side that no piece holds so. U+2581 is
     never alone."""
     cdef Py_ssize_t k = i, end
-    cdef uint32_t before = 0x80           # the character before k where it is ASCII, else 0x80
     cdef uint32_t cp = code_point(s, i, &end)
-    cdef uint32_t pair
     if (alone[cp >> 3] >> (cp & 7)) & 1:
         return end
     while k + 3 <= n and s[k] == 0xE2 and s[k + 1] == 0x96 and s[k + 2] == 0x81:
         k += 3
+    return metaspace_rest(s, k, n, alone, joined, 0x80)
+
+
+cdef inline Py_ssize_t metaspace_rest(const uint8_t* s, Py_ssize_t k, Py_ssize_t n, const uint8_t* alone,
+                                      const uint8_t* joined, uint32_t before) noexcept nogil:
+    """``next_metaspace_alone`` on from ``k``, inside a pre-token that does not
+    end there by itself; ``before``: the character before ``k`` where it is
+    ASCII, else 0x80."""
+    cdef Py_ssize_t end
+    cdef uint32_t cp, pair
     while k < n:
         if s[k] == 0xE2 and k + 3 <= n and s[k + 1] == 0x96 and s[k + 2] == 0x81:
             return k
@@ -645,6 +653,22 @@ cdef Py_ssize_t next_metaspace_alone(const uint8_t* s, Py_ssize_t i, Py_ssize_t 
         before = cp
         k = end
     return n
+
+
+cdef Py_ssize_t metaspace_ascii(const Scanner* sc, Py_ssize_t i) noexcept nogil:
+    """``next_metaspace_alone`` from an ASCII character where no window is
+    (ASCII between other scripts' characters): its ASCII cut by the
+    windows' table of pairs, a lookup a byte; on by the byte-by-byte rule
+    from the first character that is not ASCII."""
+    cdef const uint8_t* s = sc.s
+    cdef Py_ssize_t k = i + 1, n = sc.n
+    if (sc.alone[s[i] >> 3] >> (s[i] & 7)) & 1:
+        return k
+    while k < n and s[k] < 0x80:
+        if sc.pair_cuts[(<uint32_t>s[k - 1] << 7) | s[k]]:
+            return k
+        k += 1
+    return metaspace_rest(s, k, n, sc.alone, sc.joined, 0x80)
 
 
 cdef bint metaspace_window(Scanner* sc, Py_ssize_t i) noexcept nogil:
@@ -1024,6 +1048,8 @@ cdef Py_ssize_t scanner_next_slow(Scanner* sc, Py_ssize_t i) noexcept nogil:
         if sc.alone != NULL:
             if sc.pair_cuts != NULL and i >= sc.plain_until and metaspace_window(sc, i):
                 return i + trailing_zeros(sc.starts)
+            if sc.pair_cuts != NULL and sc.s[i] < 0x80:
+                return metaspace_ascii(sc, i)
             return next_metaspace_alone(sc.s, i, sc.n, sc.alone, sc.joined)
         return next_pretoken(sc.pattern, sc.s, i, sc.n)
     load_window(sc, i)
