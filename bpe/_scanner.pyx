@@ -261,18 +261,14 @@ cdef void _choose_simd(const uint8_t* classes):
 
 cdef inline uint32_t code_point(const uint8_t* s, Py_ssize_t i, Py_ssize_t* next_i) noexcept nogil:
     """The code point starting at byte ``i`` (valid UTF-8 assumed); sets the next start."""
-    cdef uint8_t b = s[i]
-    if b < 0x80:
+    cdef int width
+    cdef uint32_t cp
+    if s[i] < 0x80:
         next_i[0] = i + 1
-        return b
-    if b < 0xE0:
-        next_i[0] = i + 2
-        return ((b & 0x1F) << 6) | (s[i + 1] & 0x3F)
-    if b < 0xF0:
-        next_i[0] = i + 3
-        return ((b & 0x0F) << 12) | ((s[i + 1] & 0x3F) << 6) | (s[i + 2] & 0x3F)
-    next_i[0] = i + 4
-    return ((b & 0x07) << 18) | ((s[i + 1] & 0x3F) << 12) | ((s[i + 2] & 0x3F) << 6) | (s[i + 3] & 0x3F)
+        return s[i]
+    cp = lead_point(s, i, &width)
+    next_i[0] = i + width
+    return cp
 
 
 cdef inline uint8_t class_at(const uint8_t* s, Py_ssize_t i, Py_ssize_t* next_i) noexcept nogil:
@@ -630,15 +626,16 @@ cdef Py_ssize_t next_metaspace_alone(const uint8_t* s, Py_ssize_t i, Py_ssize_t 
         return end
     while k + 3 <= n and s[k] == 0xE2 and s[k + 1] == 0x96 and s[k + 2] == 0x81:
         k += 3
-    return metaspace_rest(s, k, n, alone, joined, 0x80)
+    return metaspace_rest(s, k, n, alone, joined)
 
 
 cdef inline Py_ssize_t metaspace_rest(const uint8_t* s, Py_ssize_t k, Py_ssize_t n, const uint8_t* alone,
-                                      const uint8_t* joined, uint32_t before) noexcept nogil:
-    """``next_metaspace_alone`` on from ``k``, inside a pre-token that does not
-    end there by itself; ``before``: the character before ``k`` where it is
-    ASCII, else 0x80."""
+                                      const uint8_t* joined) noexcept nogil:
+    """``next_metaspace_alone``'s rule on from ``k``, inside a pre-token. No
+    pair is read across ``k``: it is the pre-token's start, the end of its
+    run of U+2581, or a character that is not ASCII."""
     cdef Py_ssize_t end
+    cdef uint32_t before = 0x80           # the character before k where it is ASCII, else 0x80
     cdef uint32_t cp, pair
     while k < n:
         if s[k] == 0xE2 and k + 3 <= n and s[k + 1] == 0x96 and s[k + 2] == 0x81:
@@ -668,7 +665,7 @@ cdef Py_ssize_t metaspace_ascii(const Scanner* sc, Py_ssize_t i) noexcept nogil:
         if sc.pair_cuts[(<uint32_t>s[k - 1] << 7) | s[k]]:
             return k
         k += 1
-    return metaspace_rest(s, k, n, sc.alone, sc.joined, 0x80)
+    return metaspace_rest(s, k, n, sc.alone, sc.joined)
 
 
 cdef bint metaspace_window(Scanner* sc, Py_ssize_t i) noexcept nogil:
@@ -1110,7 +1107,7 @@ cdef Py_ssize_t alone_run(const Scanner* sc, Py_ssize_t i, Py_ssize_t* ends, Py_
     cdef int width
     while count < room and i < n and s[i] >= 0xC0:
         cp = lead_point(s, i, &width)
-        if not (alone[cp >> 3] >> (cp & 7)) & 1 or (sc.held != NULL and cp < 0x10000 and sc.held[cp]):
+        if not (alone[cp >> 3] >> (cp & 7)) & 1 or (sc.held != NULL and held_point(sc, cp)):
             break
         i += width
         ends[count] = i
@@ -1121,7 +1118,11 @@ cdef Py_ssize_t alone_run(const Scanner* sc, Py_ssize_t i, Py_ssize_t* ends, Py_
 cdef inline bint holds(const Scanner* sc, Py_ssize_t i) noexcept nogil:
     """Whether the character of several bytes at ``i`` is one of ``held``'s."""
     cdef int width
-    cdef uint32_t cp = lead_point(sc.s, i, &width)
+    return held_point(sc, lead_point(sc.s, i, &width))
+
+
+cdef inline bint held_point(const Scanner* sc, uint32_t cp) noexcept nogil:
+    """Whether ``held`` (not NULL) holds code point ``cp``: one of the Basic Multilingual Plane's."""
     return cp < 0x10000 and sc.held[cp] != 0
 
 

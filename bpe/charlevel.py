@@ -160,7 +160,6 @@ class CharacterVocabulary:
         self.fuse_unknown = byte_pieces is None
         self.unk_id = unk_id
         # Row k: what token n_vocab + k stands for (at most a character's 4 bytes).
-        self._first_extra = n_vocab
         fallback_lengths = np.array([len(fallback[t]) for t in range(n_vocab, extra)], dtype=np.uint8)
         fallback_ids = np.zeros((extra - n_vocab, 4), dtype=np.uint32)
         for t in range(n_vocab, extra):
@@ -211,6 +210,6 @@ class CharacterVocabulary:
         the model's: a token past its ids (a partial character, or a byte with
         no piece) becomes the ids it stands for; without byte fallback, a run
         of unknown ids in a text becomes one."""
-        if all_below(ids, self._first_extra):
+        if all_below(ids, self._expanding.first):
             return ids, offsets
         return expand_ids(ids, offsets, self._expanding)
