@@ -38,7 +38,7 @@ from bpe.charlevel import SPACE, UINT16, CharacterVocabulary
 from bpe.encoder import utf8
 from bpe.flat import flatten
 from bpe.errors import TokenizerFileError
-from bpe.huggingface.characters import CharacterFile, bytewise, decode_step, spaces_all_replaced
+from bpe.huggingface.characters import CharacterFile, bytewise, decode_step, spaces_all_replaced, str_prefix
 from bpe.formats.sentencepiece import (BYTE, CONTROL, MODEL_TYPES, NORMAL, TYPE_NAMES, UNKNOWN, UNUSED,
                                        USER_DEFINED, SentencePieceFile, read_sentencepiece)
 from bpe.vocabulary import Ranks, ids_dtype
@@ -129,6 +129,10 @@ class CharacterTokenizer:
             ids = self._str_calls.metaspace_to_array(text, self._str_prefix, narrow)
             if ids is not None:
                 return ids
+        return self._bytes_ids(text, narrow)
+
+    def _bytes_ids(self, text: str, narrow: bool = False) -> np.ndarray:
+        """``_text_ids`` from the text's kernel bytes (``_kernel_bytes``), or by ``_ids``."""
         try:
             data = self._kernel_bytes(text)
             if data is None:
@@ -143,6 +147,10 @@ class CharacterTokenizer:
             got = self._str_calls.metaspace_to_list(text, self._str_prefix)
             if got is not None:
                 return got
+        return self._bytes_list(text)
+
+    def _bytes_list(self, text: str) -> list[int]:
+        """``_text_list`` from the text's kernel bytes (``_kernel_bytes``), or by ``_ids``."""
         try:
             data = self._kernel_bytes(text)
             if data is None:
@@ -618,6 +626,9 @@ class HuggingFaceSentencePiece(CharacterTokenizer):
                                                data.rule, no_spaces=spaces_all_replaced(data.pipeline))
         self._ints = self._vocabulary.ints
         self._bytewise = bytewise(data.pipeline, self._vocabulary.space)
+        prefix = str_prefix(data.pipeline, self._vocabulary.space)
+        if prefix is not None:
+            self._str_calls, self._str_prefix = self._vocabulary.short_calls, prefix
         self.pattern = self._vocabulary.pattern
         rule = data.rule
         digest = hashlib.sha256(repr((sorted(data.texts.items()), data.byte_pieces, rule.pairs.tolist(),
@@ -635,6 +646,22 @@ class HuggingFaceSentencePiece(CharacterTokenizer):
         if self._bytewise is not None and self._pipeline.finds_none(text, self._added):
             return self._bytewise(text)
         return None
+
+    # The kernel's str calls take a text only where no added token is found in
+    # it (``_str_calls``: set where the steps are SentencePiece's, ``str_prefix``);
+    # where they give way, its bytes are made here, without searching it again.
+
+    def _text_ids(self, text: str, narrow: bool = False) -> np.ndarray:
+        if self._str_calls is not None and isinstance(text, str) and self._pipeline.finds_none(text, self._added):
+            ids = self._str_calls.metaspace_to_array(text, self._str_prefix, narrow)
+            return ids if ids is not None else self._vocabulary.encode_text(self._bytewise(text), narrow)
+        return self._bytes_ids(text, narrow)
+
+    def _text_list(self, text: str) -> list[int]:
+        if self._str_calls is not None and isinstance(text, str) and self._pipeline.finds_none(text, self._added):
+            got = self._str_calls.metaspace_to_list(text, self._str_prefix)
+            return got if got is not None else self._vocabulary.list_text(self._bytewise(text))
+        return self._bytes_list(text)
 
     def _ids(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         # Steps 1 to 3 in Python (added tokens, normalizer, pre-tokenizer), then

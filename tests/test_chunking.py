@@ -1,4 +1,6 @@
 """Chunk boundaries never change what is counted."""
+import random
+
 import hypothesis.strategies as st
 from hypothesis import given, settings
 
@@ -130,6 +132,23 @@ def test_special_spans_follow_the_rule(text):
         assert [data[a:b].decode() for a, b, _ in byte_spans] == expected
         # Long buffers are searched without the GIL, by the kernels' own finder.
         assert find_special_spans(data, [t.encode() for t in specials]) == byte_spans
+
+
+def test_special_tokens_are_found_at_every_place_of_a_long_text():
+    # Each needle at every place of texts past a vector's width, among its
+    # first and second bytes alone, and cut short by the text's end: where
+    # the kernels' search restarts after a first byte that begins no needle.
+    from bpe._scanner import find_special_spans
+    from bpe.specials import special_spans
+
+    rng = random.Random(7)
+    for specials in ([b"<|x|>"], [b"<|endoftext|>", b"<|fim|>"], [b"<|"], [b"<"]):
+        for n in range(0, 100):
+            for at in range(n):
+                data = bytearray(rng.choice(b"<|a> ") for _ in range(n))
+                data[at:at] = specials[rng.randrange(len(specials))]
+                for text in (bytes(data), bytes(data[:-1])):
+                    assert find_special_spans(text, specials) == special_spans(text, specials), (text, specials)
 
 
 needle_alphabet = ["<", "|", "x", "é", "日", "\n", "a", "b", "c", "d", "e"]

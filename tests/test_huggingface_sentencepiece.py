@@ -109,11 +109,66 @@ def test_texts_without_added_tokens_take_the_bytes_path_and_match_the_general_on
     tok, reference = files
     general = copy.copy(tok)
     general._bytewise = None
+    general._str_calls = None
     assert (tok._bytewise is None) == (tok._pipeline.pre_tokenizer.steps[:1] != [] and
                                        tok._pipeline.pre_tokenizer.steps[0].get("split", True))
     expected = [e.ids for e in reference.encode_batch(texts, add_special_tokens=False)]
     assert tok.encode_batch(texts) == expected
     assert general.encode_batch(texts) == expected
+    assert [general.encode(text) for text in texts] == expected
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(texts=st.lists(st.lists(st.sampled_from(["a", "b", " ", "<s>", "</s>", SPACE, "日", "\n", "\t", "é"]),
+                               max_size=12).map("".join), max_size=5))
+def test_the_kernel_normalizes_a_str_where_the_steps_are_sentencepieces(files, texts):
+    """Where the steps only write spaces as ``▁`` and put one in front (a
+    Prepend and a Replace: Llama 2's and Mistral's files), the kernel makes
+    its text from the str itself (``ShortCalls.metaspace_to_list``), as for a
+    ``.model`` file; a text holding an added token, or too long for that
+    call, takes the bytes' path. Each gives tokenizers' ids, as lists and
+    arrays."""
+    import copy
+
+    tok, reference = files
+    form = os.path.basename(tok.source)
+    assert (tok._str_calls is not None) == (form == "prepend_replace.json")
+    if tok._str_calls is None:
+        return
+    assert tok._str_prefix is True
+    bytes_only = copy.copy(tok)
+    bytes_only._str_calls = None
+    for text in texts:
+        expected = reference.encode(text, add_special_tokens=False).ids
+        assert tok.encode(text) == expected, text
+        assert tok.encode_to_numpy(text).tolist() == expected
+        assert bytes_only.encode(text) == expected
+    long_text = "a b\u2581日 " * (tok._str_calls.longest // 6 + 1)
+    assert tok._str_calls.metaspace_to_list(long_text, True) is None       # too long for the call
+    assert tok.encode(long_text) == reference.encode(long_text, add_special_tokens=False).ids
+
+
+@pytest.mark.parametrize("normalizer, pre_tokenizer, prefix", [
+    ({"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": SPACE},
+                                          {"type": "Replace", "pattern": {"String": " "}, "content": SPACE}]},
+     None, True),
+    ({"type": "Replace", "pattern": {"String": " "}, "content": SPACE}, None, False),
+    ({"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": SPACE + SPACE},
+                                          {"type": "Replace", "pattern": {"String": " "}, "content": SPACE}]},
+     None, None),
+    ({"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": SPACE},
+                                          {"type": "Replace", "pattern": {"String": "a"}, "content": "b"}]},
+     None, None),
+    (None, {"type": "Metaspace", "replacement": SPACE, "prepend_scheme": "first", "split": False}, None),
+    (None, {"type": "Metaspace", "replacement": SPACE, "prepend_scheme": "never", "split": False}, False),
+])
+def test_the_kernel_normalizes_a_str_only_where_the_steps_allow(tmp_path, normalizer, pre_tokenizer, prefix):
+    # A Metaspace that prepends adds no ▁ where the text starts with one:
+    # not SentencePiece's rule, which the kernel's call follows.
+    tok, reference = small_file(tmp_path, normalizer=normalizer, pre_tokenizer=pre_tokenizer)
+    assert (None if tok._str_calls is None else tok._str_prefix) is prefix
+    for text in ["", " ", "a", " a  a", SPACE + "a", "aa b\u65e5", "\ta\n"]:
+        assert tok.encode(text) == reference.encode(text, add_special_tokens=False).ids, text
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

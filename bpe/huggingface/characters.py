@@ -222,6 +222,48 @@ def bytewise(pipeline: Pipeline, space: bool = False) -> Optional[Callable[[str]
     With ``space``, the bytes are as the kernel reads them, ``▁`` as a space
     (``CharacterVocabulary.kernel_text``), made at once: the text's own ``▁``
     become spaces first, and the Replace of spaces by ``▁`` is then a no-op."""
+    steps = _bytewise_steps(pipeline, space)
+    if steps is None:
+        return None
+
+    def run(text: str) -> bytes:
+        data = utf8(text)
+        if space and SPACE in text:         # O(1) in a str of ASCII or Latin-1 alone
+            data = data.replace(_SPACE_UTF8, b" ")
+        # (old, new, unless_there): a replacement, or with old b"" a prefix
+        # (Metaspace's only where the text does not start with it already).
+        for old, new, unless_there in steps:
+            if not data:
+                break
+            if old:
+                data = data.replace(old, new)
+            elif not (unless_there and data.startswith(new)):
+                data = new + data
+        return data
+
+    return run
+
+
+def str_prefix(pipeline: Pipeline, space: bool) -> Optional[bool]:
+    """Whether ``bytewise``'s bytes, as the kernel reads them (``space``), are
+    what SentencePiece's normalizer makes where it only writes spaces as
+    ``▁``: the text's UTF-8, its ``▁`` as spaces, and (True) a space in front
+    of a text that is not empty, or (False) none. The kernel then makes them
+    from the str itself (``ShortCalls.metaspace_to_list``), as for the
+    ``.model`` file: Llama 2's and Mistral's files, a Prepend of ``▁`` and a
+    Replace of spaces. None where the steps do anything else."""
+    steps = _bytewise_steps(pipeline, space) if space else None
+    if steps == []:
+        return False
+    if steps == [(b"", b" ", False)]:
+        return True
+    return None
+
+
+def _bytewise_steps(pipeline: Pipeline, space: bool) -> Optional[list[tuple[bytes, bytes, bool]]]:
+    """``bytewise``'s steps on the bytes, in order: ``(old, new, unless_there)``,
+    a replacement, or with ``old`` empty a prefix (only where the text does
+    not start with it already, with ``unless_there``). None where it has none."""
     if any(token.normalized for token in pipeline.added):
         return None
 
@@ -250,23 +292,7 @@ def bytewise(pipeline: Pipeline, space: bool = False) -> Optional[Callable[[str]
             steps.append((b" ", replacement, False))
         if metaspace_scheme(step) != "never":
             steps.append((b"", replacement, True))
-
-    def run(text: str) -> bytes:
-        data = utf8(text)
-        if space and SPACE in text:         # O(1) in a str of ASCII or Latin-1 alone
-            data = data.replace(_SPACE_UTF8, b" ")
-        # (old, new, unless_there): a replacement, or with old b"" a prefix
-        # (Metaspace's only where the text does not start with it already).
-        for old, new, unless_there in steps:
-            if not data:
-                break
-            if old:
-                data = data.replace(old, new)
-            elif not (unless_there and data.startswith(new)):
-                data = new + data
-        return data
-
-    return run
+    return steps
 
 
 def spaces_all_replaced(pipeline: Pipeline) -> bool:
