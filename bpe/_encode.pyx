@@ -131,6 +131,14 @@ cdef inline uint32_t pair_slot(uint32_t first, uint32_t second) noexcept nogil:
     return ((first * 0x9E3779B1u) ^ (second * 0x85EBCA77u)) >> 16
 
 
+#: The longest str ``ShortCalls`` encodes (and ``StrNeedles.found_in`` searches)
+#: holding the GIL throughout, in characters: for such a text, releasing and
+#: taking back the GIL cost more than the work, and other threads wait no
+#: longer than a Python call's worth. A longer one (a document) lets them run.
+cdef Py_ssize_t SHORT_CHARS = 1024
+SHORT_CALL_CHARS = SHORT_CHARS
+
+
 cdef class StrNeedles:
     """Needles (non-empty str), prepared once to ask of many texts whether one
     occurs (``found_in``): a Hugging Face pipeline asks it of every text for
@@ -213,6 +221,8 @@ cdef class StrNeedles:
         if not isinstance(text, str):
             raise TypeError(f"text is {type(text).__name__}, not str")
         str_parts(text, &source, &n, &kind)
+        if n <= SHORT_CHARS:
+            return self._next_match(source, kind, n, 0, NULL) >= 0
         with nogil:
             k = self._next_match(source, kind, n, 0, NULL)
         return k >= 0
@@ -1527,13 +1537,6 @@ cdef object ids_to_array(const Ids* ids):
             memcpy(&view[0], ids.data, ids.size * sizeof(out_id_t))
     return out
 
-
-#: The longest str ``ShortCalls`` encodes holding the GIL throughout, in
-#: characters: for such a text, releasing and taking back the GIL cost more
-#: than encoding it, and other threads wait no longer than a Python call's
-#: worth. A longer one (a document) lets them run while it is encoded.
-cdef Py_ssize_t SHORT_CHARS = 1024
-SHORT_CALL_CHARS = SHORT_CHARS
 
 
 cdef class ShortCalls:

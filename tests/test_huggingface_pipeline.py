@@ -240,14 +240,16 @@ def test_deepseek_v3_pattern_is_its_three_splits(text):
        st.text(alphabet="<|ab日é😀x", max_size=40))
 def test_str_needles_find_what_in_finds(needles, text):
     # The kernel's search for added tokens, against Python's: needles of one
-    # character, several sharing a first one, and needles found at the text's end.
-    from bpe._encode import StrNeedles
+    # character, several sharing a first one, and needles found at the text's
+    # end; in a short text (searched holding the GIL) and a long one (not).
+    from bpe._encode import SHORT_CALL_CHARS, StrNeedles
 
     from bpe.specials import special_spans
 
     needles = list(dict.fromkeys(needles))
     found = StrNeedles(needles)
-    for haystack in (text, text.replace("😀", "é"), text.replace("😀", "").replace("日", "").replace("é", "")):
+    for haystack in (text, text.replace("😀", "é"), text.replace("😀", "").replace("日", "").replace("é", ""),
+                     "x" * SHORT_CALL_CHARS + text):
         assert found.found_in(haystack) == any(needle in haystack for needle in needles)
         assert found.spans(haystack) == special_spans(haystack, needles)
 

@@ -400,6 +400,8 @@ class Pipeline:
         """What every call asks, worked out once."""
         #: id of a table of ``_tries`` -> its forms, prepared to look for (``_find``).
         self._probes: dict = {}
+        #: allowed -> ``(needles, table)`` of each of its tables that is not empty (``finds_none``).
+        self._searches: dict = {}
         #: The kernel alone can encode a text the normalizer leaves unchanged.
         self.simple = self._simple()
         #: Where ``simple`` is false only for added tokens of both kinds (``normalized``
@@ -416,6 +418,7 @@ class Pipeline:
         state = self.__dict__.copy()
         state["_tries"] = {}
         del state["_probes"]
+        del state["_searches"]
         del state["_second_kind_needles"]            # made again by _settle
         return state
 
@@ -466,12 +469,25 @@ class Pipeline:
     # ------------------------------------------------------------ added tokens
 
     def finds_none(self, text: str, allowed: frozenset) -> bool:
-        """Whether no allowed added token, of either kind, is found in ``text`` as it is."""
-        for normalized in (False, True):
-            table = self._trie(allowed, normalized)
-            if table and self._find(text, table) != [(None, 0, len(text))]:
+        """Whether no allowed added token, of either kind, is found in ``text`` as
+        it is: where none occurs, one pass in C (asked of every text encoded,
+        it was most of a call on a short one); else as ``_find`` finds them."""
+        searches = self._searches.get(allowed)
+        if searches is None:
+            searches = self._searches[allowed] = [
+                (self._needles(table), table) for table in (self._trie(allowed, False), self._trie(allowed, True))
+                if table]
+        for needles, table in searches:
+            if needles.found_in(text) and self._find(text, table) != [(None, 0, len(text))]:
                 return False
         return True
+
+    def _needles(self, table: dict[str, int]) -> StrNeedles:
+        """The forms of a table of ``_tries``, prepared to look for."""
+        needles = self._probes.get(id(table))
+        if needles is None:
+            needles = self._probes[id(table)] = StrNeedles(table)
+        return needles
 
     def _trie(self, allowed: frozenset, normalized: bool) -> dict[str, int]:
         """``{form: index into added}`` of the allowed tokens with that ``normalized``
@@ -493,10 +509,7 @@ class Pipeline:
         inside a match again; single_word drops a match, lstrip and rstrip widen it)."""
         if not table:
             return [(None, 0, len(text))]
-        needles = self._probes.get(id(table))
-        if needles is None:
-            needles = self._probes[id(table)] = StrNeedles(table)
-        spans = needles.spans(text)
+        spans = self._needles(table).spans(text)
         if not spans:
             # One pass in C finds that none occurs: most texts. (A search per
             # token, 771 of them in Mistral v0.3's files, cost more than encoding.)
