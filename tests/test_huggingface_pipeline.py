@@ -254,6 +254,28 @@ def test_str_needles_find_what_in_finds(needles, text):
         assert found.spans(haystack) == special_spans(haystack, needles)
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet="<[|aé", min_size=1, max_size=4), min_size=1, max_size=12),
+       st.text(alphabet="<[|abé\xff", max_size=60))
+def test_str_needles_of_few_first_bytes_are_found_by_memchr(needles, text):
+    # Needles that start with at most four code points below 256 are looked
+    # for by memchr in a str of one byte a character (ASCII or Latin-1; not
+    # in a wider one): each first byte's next place kept, a miss (a "<" of
+    # C code that starts no needle) passed over.
+    from bpe._encode import SHORT_CALL_CHARS, StrNeedles
+
+    from bpe.specials import special_spans
+
+    needles = list(dict.fromkeys(needles))
+    found = StrNeedles(needles)
+    starts = sorted({needle[0] for needle in needles})
+    assert found.memchr_bytes == ("".join(starts).encode("latin-1") if len(starts) <= 4 else b"")
+    for haystack in (text, text.replace("é", "e").replace("\xff", "y"), text + "日",
+                     "<a" * SHORT_CALL_CHARS + text):
+        assert found.found_in(haystack) == any(needle in haystack for needle in needles)
+        assert found.spans(haystack) == special_spans(haystack, needles)
+
+
 @pytest.mark.parametrize("form", ["NFC", "NFD", "NFKC", "NFKD"])
 def test_text_without_unstable_code_points_is_unchanged(form):
     # The one-pass check that lets the kernel encode a normalized tokenizer's
