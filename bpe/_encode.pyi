@@ -10,6 +10,8 @@ def machine_l2_cache_bytes() -> int: ...
 
 EVERY_BATCH_GROUPED: int
 NONE_GROUPED: int
+MERGE_SHORT_PIECE: int
+MERGE_SCANNED_PARTS: int
 
 def check_path_choices(group_after_misses: Optional[int], l2_cache_bytes: Optional[int]) -> None: ...
 

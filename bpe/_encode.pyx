@@ -41,7 +41,7 @@ from bpe._caches cimport (CACHE_MAX_PIECE_BYTES, OUT_SLACK, PIECE_ANY, Tables, c
                           encode_missed, encode_piece, is_new, is_new_long, short_token)
 from bpe._checks cimport check_ids, check_offsets
 from bpe._lists cimport Expanding, PrebuiltInts, expand_run, ids_below, ids_list, lists_of_ids
-from bpe._mergerule cimport (SHORT_PIECE, Ids, LongMerge, Merging, holds_multibyte, ids_init, ids_reserve,
+from bpe._mergerule cimport (SCANNED_PARTS, SHORT_PIECE, Ids, LongMerge, Merging, holds_multibyte, ids_init, ids_reserve,
                              longmerge_free, longmerge_init, longmerge_reserve, merge_piece, merging_start,
                              merging_start_whole, merging_step, mergerule_free, starts_whole, whole_char_parts)
 from bpe._memory cimport empty_written_once, mem_alloc, mem_free, next_capacity, prefetch, short_ids
@@ -401,6 +401,11 @@ cdef class PreparedNeedles:
 #: merging a batch's new pre-tokens side by side in every batch, or never.
 EVERY_BATCH_GROUPED = 0
 NONE_GROUPED = NEVER_GROUPED
+
+#: A pre-token's length past which its merges are found by scanning its parts'
+#: ranks, and the parts past which by a heap (``bpe/_mergerule.pxd``; tests force each).
+MERGE_SHORT_PIECE = SHORT_PIECE
+MERGE_SCANNED_PARTS = SCANNED_PARTS
 
 
 def check_path_choices(group_after_misses, l2_cache_bytes) -> None:

@@ -14,8 +14,10 @@
 #   step (``merging_step``). A caller may step several in turn, so that each
 #   one's pair lookups are on their way while the others merge
 #   (``EncodeKernel._merge_fresh``);
-# * longer, a linked list of parts and a min-heap of ``(rank, position)`` with
-#   lazy invalidation (``merge_piece``), so even a 1 MB pre-token takes
+# * longer, a linked list of parts and each one's rank with the next
+#   (``merge_piece``): up to SCANNED_PARTS parts each merge is found by a
+#   vectorized scan of the ranks; past that by a min-heap of ``(rank,
+#   position)`` with lazy invalidation, so even a 1 MB pre-token takes
 #   O(n log n), never O(n^2). Its work arrays (``LongMerge``) belong to the
 #   caller: one per session, so threads never share them.
 # Either starts from the pre-token's bytes, or, where it holds characters of
@@ -34,9 +36,16 @@ cdef extern from "csrc/mergerule.h":
 
 cdef enum:
     SHORT_PIECE = 32                    # pre-tokens up to this long merge without a heap
+    SCANNED_PARTS = 256                 # longer ones, up to this many parts, find each merge by a scan
     LOOK_UP = 0x7FFFFFFF                # whole_char_parts: a pair rank still to look up (no rank is as high)
     LOOKING_UP = -2                     # Merging.at: its ranks hold some LOOK_UP
     GAP_SLACK = 4                       # entries past a short array of parts that close_gap may touch
+
+cdef extern from *:
+    """
+    #define MERGERULE_NO_RANK 0xFFFFFFFFu
+    """
+    uint32_t NO_RANK "MERGERULE_NO_RANK"  # a pair that does not merge, as a uint32 (above every rank)
 
 
 cdef struct Ids:
@@ -324,7 +333,7 @@ cdef struct LongMerge:
     token_t* part_token  # token of the part starting at each byte, -1 once absorbed
     int32_t* part_next   # start of the next part (n at the end)
     int32_t* part_prev   # start of the previous part (-1 at the start)
-    uint32_t* part_rank  # the rank of each part and the next, as whole characters start them
+    uint32_t* part_rank  # the rank of each part and the next, as merges leave it (NO_RANK: none)
     int64_t* heap        # (rank << 32) | position, a min-heap
     int64_t token_capacity
     int64_t next_capacity
@@ -419,13 +428,22 @@ cdef inline int64_t merging_start_whole(const MergeRule* r, Merging* w, LongMerg
 cdef inline int merge_piece(const MergeRule* r, LongMerge* work, const uint8_t* piece, int64_t n,
                             int32_t max_rank, Ids* out) noexcept nogil:
     """Append the ids of ``piece`` (n >= 2 bytes), merged by the pairs of rank
-    below ``max_rank``, to ``out``. -1 when out of memory."""
-    cdef int64_t i, q, m, heap_size = 0
-    cdef int64_t key
-    cdef int32_t rank, position
+    below ``max_rank``, to ``out``. -1 when out of memory.
+
+    Each part's rank with the next is kept (``part_rank``), NO_RANK where
+    they do not merge. Up to SCANNED_PARTS parts, the next merge is found by
+    a scan of them (``lowest_rank``); past that, by a heap of (rank,
+    position), whose entry is stale where the part's rank has changed since
+    (every rank is one pair's). The heap's upkeep (a branch a level, each a
+    coin toss) was most of a long pre-token's time: a line of ``-`` and
+    ``+`` in a table of docs, or a run of spaces."""
+    cdef int64_t i, m, heap_size = 0
+    cdef int64_t key, position, before
+    cdef uint32_t rank
     cdef token_t* token
     cdef int32_t* next_part
     cdef int32_t* prev_part
+    cdef uint32_t* rank_of
     cdef Merging w
     if n <= SHORT_PIECE:
         return merge_short(r, piece, n, max_rank, out)
@@ -434,46 +452,45 @@ cdef inline int merge_piece(const MergeRule* r, LongMerge* work, const uint8_t* 
     token = work.part_token
     next_part = work.part_next
     prev_part = work.part_prev
+    rank_of = work.part_rank
     m = merging_start_whole(r, &w, work, piece, n, max_rank)
     if 0 < m <= SHORT_PIECE:
         return merging_finish(r, &w, max_rank, out)
     if m > SHORT_PIECE:
-        look_up_ranks(r, token, work.part_rank, m)
-        for i in range(m - 1):
-            if work.part_rank[i] < <uint32_t>max_rank:
-                heap_push(work.heap, &heap_size, (<int64_t>work.part_rank[i] << 32) | i)
+        look_up_ranks(r, token, rank_of, m)
     else:
         m = n
         for i in range(n):
             token[i] = r.byte_ids[piece[i]]
         for i in range(n - 1):
-            rank = byte_pair_rank(&r.pairs, piece[i], piece[i + 1])
-            if 0 <= rank < max_rank:
-                heap_push(work.heap, &heap_size, (<int64_t>rank << 32) | i)
+            rank_of[i] = <uint32_t>byte_pair_rank(&r.pairs, piece[i], piece[i + 1])
+    for i in range(m - 1):
+        if rank_of[i] >= <uint32_t>max_rank:
+            rank_of[i] = NO_RANK
+    rank_of[m - 1] = NO_RANK
     for i in range(m):
         next_part[i] = <int32_t>(i + 1)
         prev_part[i] = <int32_t>(i - 1)
-    while heap_size > 0:
-        key = heap_pop(work.heap, &heap_size)
-        rank = <int32_t>(key >> 32)
-        position = <int32_t>(key & 0xFFFFFFFFLL)
-        q = next_part[position]
-        # Stale if the part was absorbed, or its pair changed since the push.
-        if token[position] < 0 or q >= m or rule_rank(r, token[position], token[q]) != rank:
-            continue
-        token[position] = rule_merged(r, rank)
-        token[q] = -1
-        next_part[position] = next_part[q]
-        if next_part[q] < m:
-            prev_part[next_part[q]] = position
-        if next_part[position] < m:
-            rank = rule_rank(r, token[position], token[next_part[position]])
-            if 0 <= rank < max_rank:
-                heap_push(work.heap, &heap_size, (<int64_t>rank << 32) | position)
-        if prev_part[position] >= 0:
-            rank = rule_rank(r, token[prev_part[position]], token[position])
-            if 0 <= rank < max_rank:
-                heap_push(work.heap, &heap_size, (<int64_t>rank << 32) | prev_part[position])
+    if m <= SCANNED_PARTS:
+        position = lowest_rank(rank_of, m)
+        while position >= 0:
+            merge_part(r, token, next_part, prev_part, rank_of, m, position, max_rank)
+            position = lowest_rank(rank_of, m)
+    else:
+        for i in range(m - 1):
+            if rank_of[i] != NO_RANK:
+                heap_push(work.heap, &heap_size, (<int64_t>rank_of[i] << 32) | i)
+        while heap_size > 0:
+            key = heap_pop(work.heap, &heap_size)
+            rank = <uint32_t>(key >> 32)
+            position = key & 0xFFFFFFFFLL
+            if token[position] < 0 or rank_of[position] != rank:
+                continue                # stale: the part was absorbed, or its pair changed since
+            before = merge_part(r, token, next_part, prev_part, rank_of, m, position, max_rank)
+            if rank_of[position] != NO_RANK:
+                heap_push(work.heap, &heap_size, (<int64_t>rank_of[position] << 32) | position)
+            if before >= 0 and rank_of[before] != NO_RANK:
+                heap_push(work.heap, &heap_size, (<int64_t>rank_of[before] << 32) | before)
     i = 0
     while i < m:
         if ids_reserve(out, 1) < 0:
@@ -482,3 +499,47 @@ cdef inline int merge_piece(const MergeRule* r, LongMerge* work, const uint8_t* 
         out.size += 1
         i = next_part[i]
     return 0
+
+
+cdef inline int64_t lowest_rank(const uint32_t* rank_of, int64_t m) noexcept nogil:
+    """The leftmost of ``m`` parts whose rank with the next (``merge_piece``'s
+    ``part_rank``) is the lowest, or -1 where none merges: the lowest by a
+    loop the compiler vectorizes, then its first place."""
+    cdef uint32_t lowest = NO_RANK
+    cdef int64_t i
+    for i in range(m):
+        lowest = rank_of[i] if rank_of[i] < lowest else lowest
+    if lowest == NO_RANK:
+        return -1
+    i = 0
+    while rank_of[i] != lowest:
+        i += 1
+    return i
+
+
+cdef inline int64_t merge_part(const MergeRule* r, token_t* token, int32_t* next_part, int32_t* prev_part,
+                               uint32_t* rank_of, int64_t m, int64_t position, int32_t max_rank) noexcept nogil:
+    """Merge part ``position`` (of ``merge_piece``'s ``m``) with the next, by its
+    rank, and update the ranks of its pairs with its new neighbours (both
+    prefetched, then looked up). Returns the part before it, or -1."""
+    cdef int64_t q = next_part[position]
+    cdef int64_t after = next_part[q]
+    cdef int64_t before = prev_part[position]
+    token[position] = rule_merged(r, rank_of[position])
+    token[q] = -1
+    rank_of[q] = NO_RANK
+    next_part[position] = <int32_t>after
+    if after < m:
+        prev_part[after] = <int32_t>position
+        pairranks_prefetch(&r.pairs, token[position], token[after])
+    if before >= 0:
+        pairranks_prefetch(&r.pairs, token[before], token[position])
+    rank_of[position] = ranked_below(rule_rank(r, token[position], token[after]), max_rank) if after < m else NO_RANK
+    if before >= 0:
+        rank_of[before] = ranked_below(rule_rank(r, token[before], token[position]), max_rank)
+    return before
+
+
+cdef inline uint32_t ranked_below(int32_t rank, int32_t max_rank) noexcept nogil:
+    """``rank`` where it is one (not -1) below ``max_rank``, else NO_RANK."""
+    return <uint32_t>rank if <uint32_t>rank < <uint32_t>max_rank else NO_RANK

@@ -716,14 +716,18 @@ def piece_tokenizer():
 @settings(max_examples=300, deadline=None)
 @given(piece=st.text(alphabet="abc12!.'s", min_size=1, max_size=80).map(str.encode))
 def test_short_and_long_pieces_merge_by_the_same_rule(piece):
-    # Pieces of up to 32 bytes merge by a linear scan, longer ones with a heap:
-    # lengths on both sides of the threshold, against bpe.pure.
+    # Pieces of up to 32 bytes merge by a scan of a short array, longer ones
+    # by a scan of their parts' ranks, and those of more than 256 parts with
+    # a heap: lengths on both sides of each threshold, against bpe.pure.
+    from bpe._encode import MERGE_SCANNED_PARTS, MERGE_SHORT_PIECE
+
     tok = piece_tokenizer()
     ranks = {left + right: rank for rank, (left, right) in enumerate(tok.merges)}
-    expected = [tok.token_id(part) for part in pure.encode_piece(piece, ranks)]
-    assert tok.encode_piece(piece) == expected
-    tok.clear_cache()
-    assert tok.encode_piece(piece * 3) == [tok.token_id(p) for p in pure.encode_piece(piece * 3, ranks)]
+    for length in (len(piece), 3 * len(piece), MERGE_SHORT_PIECE + 1, MERGE_SCANNED_PARTS, MERGE_SCANNED_PARTS + 1,
+                   MERGE_SCANNED_PARTS + 3 * len(piece)):
+        tok.clear_cache()
+        text = (piece * (length // len(piece) + 1))[:length]
+        assert tok.encode_piece(text) == [tok.token_id(p) for p in pure.encode_piece(text, ranks)], len(text)
 
 
 @pytest.mark.parametrize("when", ["batched", "one by one"])

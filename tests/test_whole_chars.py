@@ -128,6 +128,10 @@ def test_a_ranked_vocabulary_encodes_as_tiktoken_from_whole_characters(miss_path
         assert ours.tokenizer.encode_to_numpy(text, dtype=np.uint32).tolist() == expected
         assert from_bytes.encode_ordinary(text) == expected
     assert ours.tokenizer.encode_batch(batch, num_threads=2) == [reference.encode_ordinary(t) for t in batch]
+    # One pre-token of more parts than a scan takes: its merges found by the
+    # heap, from whole characters.
+    long_text = (data.draw(st.lists(st.sampled_from(CHARS[:5]), min_size=1, max_size=6).map("".join)) * 300)[:300]
+    assert ours.encode_ordinary(long_text) == reference.encode_ordinary(long_text)
     # Bytes that need not be UTF-8: characters cut short, continuation bytes alone.
     piece = data.draw(st.lists(st.sampled_from(FRAGMENTS), min_size=1, max_size=40).map(b"".join))
     expected = [ranks[piece]] if piece in ranks else [ranks[p] for p in pure.encode_piece(piece, ranks)]
