@@ -237,11 +237,13 @@ cdef class StrNeedles:
         cdef int kind
         if not isinstance(text, str):
             raise TypeError(f"text is {type(text).__name__}, not str")
+        cdef Py_ssize_t next_at[FIRST_POINTS]
         str_parts(text, &source, &n, &kind)
+        self._restart(next_at)
         if n <= SHORT_CHARS:
-            return self._next_match(source, kind, n, 0, NULL) >= 0
+            return self._next_match(source, kind, n, 0, NULL, next_at) >= 0
         with nogil:
-            k = self._next_match(source, kind, n, 0, NULL)
+            k = self._next_match(source, kind, n, 0, NULL, next_at)
         return k >= 0
 
     def spans(self, text) -> list:
@@ -253,27 +255,37 @@ cdef class StrNeedles:
         cdef int kind
         if not isinstance(text, str):
             raise TypeError(f"text is {type(text).__name__}, not str")
+        cdef Py_ssize_t next_at[FIRST_POINTS]
         str_parts(text, &source, &n, &kind)
+        self._restart(next_at)
         found = []
         while True:
             with nogil:
-                k = self._next_match(source, kind, n, k, &which)
+                k = self._next_match(source, kind, n, k, &which, next_at)
             if k < 0:
                 return found
             found.append((k, k + self.lengths[which], self.order[which]))
             k += self.lengths[which]
 
-    cdef Py_ssize_t _next_match(self, const void* source, int kind, Py_ssize_t n, Py_ssize_t k,
-                                Py_ssize_t* which) noexcept nogil:
-        """Where the first needle found from ``k`` of the text (``n`` code points) starts,
-        with the longest one there in ``which`` (unless NULL: then any); -1 if none."""
-        cdef uint32_t point, slot
-        cdef Py_ssize_t j, best, nearest
-        cdef Py_ssize_t next_at[FIRST_POINTS]      # each first byte's next place; -1 none, -2 not searched
-        cdef const uint8_t* found
-        cdef bint by_bytes = kind <= 1 and self.n_first_bytes > 0
+    cdef void _restart(self, Py_ssize_t* next_at) noexcept nogil:
+        """Start ``_next_match``'s places of the first bytes afresh, for a new text."""
+        cdef Py_ssize_t j
         for j in range(FIRST_POINTS):
             next_at[j] = -2
+
+    cdef Py_ssize_t _next_match(self, const void* source, int kind, Py_ssize_t n, Py_ssize_t k,
+                                Py_ssize_t* which, Py_ssize_t* next_at) noexcept nogil:
+        """Where the first needle found from ``k`` of the text (``n`` code points) starts,
+        with the longest one there in ``which`` (unless NULL: then any); -1 if none.
+        ``next_at``: each first byte's next place found in this text (-1 none
+        left, -2 not searched: ``_restart``), kept by the caller from one call
+        to the next, so that a text is searched once for each, whatever its
+        matches (searched again at each, a first byte the text lacks was
+        looked for to its end each time)."""
+        cdef uint32_t point, slot
+        cdef Py_ssize_t j, best, nearest
+        cdef const uint8_t* found
+        cdef bint by_bytes = kind <= 1 and self.n_first_bytes > 0
         while k < n:
             if by_bytes:
                 nearest = n

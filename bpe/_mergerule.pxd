@@ -35,8 +35,8 @@ cdef extern from "csrc/mergerule.h":
     void close_gap "bpe_close_gap" (void* array, Py_ssize_t start, Py_ssize_t end) noexcept nogil
 
 cdef enum:
-    SHORT_PIECE = 32                    # pre-tokens up to this long merge without a heap
-    SCANNED_PARTS = 256                 # longer ones, up to this many parts, find each merge by a scan
+    SHORT_PIECE = 32                    # pre-tokens up to this long merge in a Merging (arrays on the stack)
+    SCANNED_PARTS = 256                 # longer ones, up to this many parts, find each merge by a scan; then a heap
     LOOK_UP = 0x7FFFFFFF                # whole_char_parts: a pair rank still to look up (no rank is as high)
     LOOKING_UP = -2                     # Merging.at: its ranks hold some LOOK_UP
     GAP_SLACK = 4                       # entries past a short array of parts that close_gap may touch
@@ -431,12 +431,14 @@ cdef inline int merge_piece(const MergeRule* r, LongMerge* work, const uint8_t* 
     below ``max_rank``, to ``out``. -1 when out of memory.
 
     Each part's rank with the next is kept (``part_rank``), NO_RANK where
-    they do not merge. Up to SCANNED_PARTS parts, the next merge is found by
-    a scan of them (``lowest_rank``); past that, by a heap of (rank,
-    position), whose entry is stale where the part's rank has changed since
-    (every rank is one pair's). The heap's upkeep (a branch a level, each a
-    coin toss) was most of a long pre-token's time: a line of ``-`` and
-    ``+`` in a table of docs, or a run of spaces."""
+    they do not merge. Up to SCANNED_PARTS parts (bytes, or whole characters
+    where a merge starts from them), the next merge is found by a scan of
+    them (``lowest_rank``); past that, by a heap of (rank, position), whose
+    entry is stale where the part's rank has changed since (a rank is one
+    token's: two pairs of that rank at one place would merge into it, over
+    the same bytes). The heap's upkeep (a branch a level, each a coin toss)
+    was most of a long pre-token's time: a line of ``-`` and ``+`` in a
+    table of docs, or a run of spaces."""
     cdef int64_t i, m, heap_size = 0
     cdef int64_t key, position, before
     cdef uint32_t rank

@@ -649,19 +649,24 @@ class HuggingFaceSentencePiece(CharacterTokenizer):
 
     # The kernel's str calls take a text only where no added token is found in
     # it (``_str_calls``: set where the steps are SentencePiece's, ``str_prefix``);
-    # where they give way, its bytes are made here, without searching it again.
+    # where they give way, its bytes are made here, and a text holding an added
+    # token goes to ``_ids``, without searching it again first.
 
     def _text_ids(self, text: str, narrow: bool = False) -> np.ndarray:
-        if self._str_calls is not None and isinstance(text, str) and self._pipeline.finds_none(text, self._added):
-            ids = self._str_calls.metaspace_to_array(text, self._str_prefix, narrow)
-            return ids if ids is not None else self._vocabulary.encode_text(self._bytewise(text), narrow)
-        return self._bytes_ids(text, narrow)
+        if self._str_calls is None or not isinstance(text, str):
+            return self._bytes_ids(text, narrow)
+        if not self._pipeline.finds_none(text, self._added):
+            return self._ids([text])[0]
+        ids = self._str_calls.metaspace_to_array(text, self._str_prefix, narrow)
+        return ids if ids is not None else self._vocabulary.encode_text(self._bytewise(text), narrow)
 
     def _text_list(self, text: str) -> list[int]:
-        if self._str_calls is not None and isinstance(text, str) and self._pipeline.finds_none(text, self._added):
-            got = self._str_calls.metaspace_to_list(text, self._str_prefix)
-            return got if got is not None else self._vocabulary.list_text(self._bytewise(text))
-        return self._bytes_list(text)
+        if self._str_calls is None or not isinstance(text, str):
+            return self._bytes_list(text)
+        if not self._pipeline.finds_none(text, self._added):
+            return ids_to_list(self._ids([text])[0], self._ints)
+        got = self._str_calls.metaspace_to_list(text, self._str_prefix)
+        return got if got is not None else self._vocabulary.list_text(self._bytewise(text))
 
     def _ids(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         # Steps 1 to 3 in Python (added tokens, normalizer, pre-tokenizer), then
