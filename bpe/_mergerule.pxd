@@ -467,8 +467,7 @@ cdef inline int merge_piece(const MergeRule* r, LongMerge* work, const uint8_t* 
         for i in range(n - 1):
             rank_of[i] = <uint32_t>byte_pair_rank(&r.pairs, piece[i], piece[i + 1])
     for i in range(m - 1):
-        if rank_of[i] >= <uint32_t>max_rank:
-            rank_of[i] = NO_RANK
+        rank_of[i] = ranked_below(<int32_t>rank_of[i], max_rank)
     rank_of[m - 1] = NO_RANK
     for i in range(m):
         next_part[i] = <int32_t>(i + 1)
