@@ -429,15 +429,37 @@ def check_path_choices(group_after_misses, l2_cache_bytes) -> None:
         raise ValueError(f"l2_cache_bytes must be an int >= 0 or None, not {l2_cache_bytes!r}")
 
 
-cdef Py_ssize_t alone_ids_run(const uint32_t* alone_ids, const uint8_t* s, Py_ssize_t i, Py_ssize_t n,
-                              Ids* out) noexcept nogil:
-    """Append the ids of the characters from ``i`` on that ``alone_ids`` holds
-    (each a pre-token of its own, and one token); return where the first it
-    does not hold starts. ``out`` has room (a byte of text, an id)."""
+cdef Py_ssize_t alone_ids_run(const uint32_t* alone_ids, const uint8_t* alone, const token_t* byte_ids,
+                              const uint8_t* s, Py_ssize_t i, Py_ssize_t n, Ids* out) noexcept nogil:
+    """Append the ids of the pre-tokens from ``i`` (where one starts) on that
+    are one character known without the caches, and return where the first
+    other one starts: a character of several bytes that ``alone_ids`` holds
+    (always a pre-token of its own, and one token); and an ASCII one that
+    stands alone in ``alone``, or that ends the text or comes before such a
+    character of several bytes (``next_metaspace_alone`` ends it there), its
+    byte's token. Why the ASCII ones: in Chinese or Japanese text a line feed
+    or a space between two such characters is most of the text that is not
+    them, and each one ended a run to go through the scanner's batches
+    alone. ``out`` has room (a byte of text, an id)."""
     cdef out_id_t* at = out.data + out.size
     cdef uint32_t cp, entry
+    cdef uint8_t c
     cdef int width
-    while i < n and s[i] >= 0xC0:
+    while i < n:
+        c = s[i]
+        if c < 0x80:
+            if not (alone[c >> 3] >> (c & 7)) & 1 and i + 1 < n:
+                if s[i + 1] < 0xC0:
+                    break
+                cp = lead_point(s, i + 1, &width)
+                if cp >= 0x10000 or alone_ids[cp] == 0:
+                    break
+            at[0] = byte_ids[c]
+            at += 1
+            i += 1
+            continue
+        if c < 0xC0:
+            break
         cp = lead_point(s, i, &width)
         if cp >= 0x10000:
             break
@@ -995,7 +1017,7 @@ cdef class EncodeKernel:
         while i < n:
             if scanner.held != NULL and data[i] >= 0xC0:
                 # The batch before ended here, before a character the table holds.
-                i = alone_ids_run(scanner.held, data, i, n, &s.out)
+                i = alone_ids_run(scanner.held, self.alone, self.t.rule.byte_ids, data, i, n, &s.out)
                 if i >= n:
                     break
             ends_from_start[0] = i           # ends[-1]

@@ -188,10 +188,12 @@ def alone_model(byte_fallback: bool) -> bytes:
 def test_characters_that_stand_alone_are_read_from_a_table():
     """A character of several bytes that no piece of several characters holds
     is a pre-token of its own, and always the same token: the kernel reads
-    runs of them from a table (``alone_ids``) past its batches and caches.
-    Each entry is the id the caches give (the table unread), and texts give
-    the same ids either way: runs of them among other characters, longer than
-    a batch, a document, and a batch of texts."""
+    runs of them from a table (``alone_ids``) past its batches and caches,
+    with the ASCII characters among them that are pre-tokens of one byte
+    (one that stands alone, or before such a character or the end). Each
+    entry is the id the caches give (the table unread), and texts give the
+    same ids either way: runs of them among other characters, ASCII between
+    them, longer than a batch, a document, and a batch of texts."""
     from bpe._encode import SHORT_CALL_CHARS
     from bpe._testing import encoder_defaults
 
@@ -209,6 +211,9 @@ def test_characters_that_stand_alone_are_read_from_a_table():
         alphabet = held + ["a", " ", "日", "本", "旦", "🤖", "\n", "é", ",", SPACE]
         texts = ["".join(rng.choice(alphabet, size=int(rng.integers(1, 400)))) for _ in range(60)]
         texts += ["".join(held) * 3, "".join(held[:5]) * SHORT_CALL_CHARS, " ".join(held)]
+        texts += [f"{first}{between}{after}" for first in ("京", "a", "") for between in
+                  (" ", "a", "\n", "\t", "  ", "ab", "\n\n", " a", "a ", ",", SPACE, "日")
+                  for after in ("東", "日", "a", " ", "")]
         for text in texts:
             assert tok.encode(text) == unread.encode(text) == sp.encode(text), text
         assert tok.encode_batch(texts) == [sp.encode(text) for text in texts]
