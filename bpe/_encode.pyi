@@ -12,6 +12,7 @@ EVERY_BATCH_GROUPED: int
 NONE_GROUPED: int
 MERGE_SHORT_PIECE: int
 MERGE_SCANNED_PARTS: int
+ALONE_BYTES: int
 
 def check_path_choices(group_after_misses: Optional[int], l2_cache_bytes: Optional[int]) -> None: ...
 

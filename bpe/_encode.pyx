@@ -429,12 +429,24 @@ def check_path_choices(group_after_misses, l2_cache_bytes) -> None:
         raise ValueError(f"l2_cache_bytes must be an int >= 0 or None, not {l2_cache_bytes!r}")
 
 
+cdef extern from *:
+    """
+    #define BPE_ALONE_BYTES ((uint32_t)0xFFFFFFFFu)
+    """
+    uint32_t ALONE_BYTES_ENTRY "BPE_ALONE_BYTES"
+
+# ``alone_ids``' entry for a character the model lacks that stands alone.
+ALONE_BYTES = ALONE_BYTES_ENTRY
+
+
 cdef Py_ssize_t alone_ids_run(const uint32_t* alone_ids, const uint8_t* alone, const token_t* byte_ids,
                               const uint8_t* s, Py_ssize_t i, Py_ssize_t n, Ids* out) noexcept nogil:
     """Append the ids of the pre-tokens from ``i`` (where one starts) on that
     are one character known without the caches, and return where the first
     other one starts: a character of several bytes that ``alone_ids`` holds
-    (always a pre-token of its own, and one token); and an ASCII one that
+    (always a pre-token of its own, and one token; or, where its entry is
+    ALONE_BYTES, a character the model lacks: its bytes' tokens, which are
+    the ids that whatever merging leaves of them expands to); and an ASCII one that
     stands alone in ``alone``, or that ends the text or comes before such a
     character of several bytes (``next_metaspace_alone`` ends it there), its
     byte's token. Why the ASCII ones: in Chinese or Japanese text a line feed
@@ -444,7 +456,7 @@ cdef Py_ssize_t alone_ids_run(const uint32_t* alone_ids, const uint8_t* alone, c
     cdef out_id_t* at = out.data + out.size
     cdef uint32_t cp, entry
     cdef uint8_t c
-    cdef int width
+    cdef int width, k
     while i < n:
         c = s[i]
         if c < 0x80:
@@ -466,8 +478,13 @@ cdef Py_ssize_t alone_ids_run(const uint32_t* alone_ids, const uint8_t* alone, c
         entry = alone_ids[cp]
         if entry == 0:
             break
-        at[0] = entry - 1
-        at += 1
+        if entry == ALONE_BYTES_ENTRY:
+            for k in range(width):
+                at[k] = byte_ids[s[i + k]]
+            at += width
+        else:
+            at[0] = entry - 1
+            at += 1
         i += width
     out.size = at - out.data
     return i
@@ -476,7 +493,8 @@ cdef Py_ssize_t alone_ids_run(const uint32_t* alone_ids, const uint8_t* alone, c
 cdef int check_alone_ids(const uint32_t[::1] alone_ids, const uint8_t[::1] alone, int64_t id_limit) except -1:
     """ValueError unless ``alone_ids`` (``EncodeKernel``'s) holds a word for each
     code point of the Basic Multilingual Plane, 0 for each of one byte or
-    that does not stand alone in ``alone``, and ids below ``id_limit``."""
+    that does not stand alone in ``alone``, and ids below ``id_limit`` (or
+    ALONE_BYTES)."""
     cdef Py_ssize_t cp
     if alone_ids.shape[0] != 0x10000:
         raise ValueError(f"alone_ids has {alone_ids.shape[0]} entries, not 65536: one for each code point of "
@@ -485,7 +503,7 @@ cdef int check_alone_ids(const uint32_t[::1] alone_ids, const uint8_t[::1] alone
         if alone_ids[cp] and (cp < 0x80 or not (alone[cp >> 3] >> (cp & 7)) & 1):
             raise ValueError(f"alone_ids holds U+{cp:04X}, which "
                              + ("is one byte" if cp < 0x80 else "does not stand alone"))
-        if alone_ids[cp] > id_limit:
+        if alone_ids[cp] > id_limit and alone_ids[cp] != ALONE_BYTES_ENTRY:
             raise ValueError(f"alone_ids gives U+{cp:04X} the id {alone_ids[cp] - 1}, not below {id_limit}")
     return 0
 
@@ -599,8 +617,10 @@ cdef class EncodeKernel:
     alone_ids : uint32 array of 0x10000, optional
         With ``alone``: for a character of several bytes of the Basic
         Multilingual Plane that stands alone, 1 + the token its bytes merge
-        to, else 0 (``bpe.charlevel``: its piece). Such a character is always
-        a pre-token of its own and always that token, so a run of them is
+        to, or ALONE_BYTES where its bytes' own tokens are as good (the ids
+        they and any merge of them stand for are the same: a character the
+        model lacks), else 0 (``bpe.charlevel``). Such a character is always
+        a pre-token of its own and always the same ids, so a run of them is
         read straight into the ids, past the scanner's batches and the
         caches (``alone_ids_run``). Chinese and Japanese text is mostly such
         characters.

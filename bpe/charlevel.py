@@ -31,6 +31,7 @@ from typing import Iterable, Mapping, Optional, Sequence
 
 import numpy as np
 
+from bpe._encode import ALONE_BYTES
 from bpe._lists import Expanding, PrebuiltInts, all_below, expand_ids, ids_to_list
 from bpe.encoder import Encoder
 from bpe.flat import flatten
@@ -62,13 +63,18 @@ def character_cuts(pieces: Iterable[str], space: bool = False) -> tuple[Optional
 
 
 def alone_ids(alone: np.ndarray, ids: Mapping[str, int]) -> np.ndarray:
-    """``EncodeKernel``'s ``alone_ids``: 1 + the id of each character of ``ids``
-    (those the kernel makes from their bytes, with their tokens) of several
-    bytes in the Basic Multilingual Plane that stands alone (``alone``,
-    ``character_cuts``'), else 0. Such a character is a pre-token of its own,
-    and always its token."""
+    """``EncodeKernel``'s ``alone_ids`` for the characters of several bytes in
+    the Basic Multilingual Plane that stand alone (``alone``,
+    ``character_cuts``'), each a pre-token of its own: 1 + the id of each
+    character of ``ids`` (those the kernel makes from their bytes, with their
+    tokens), always its token; ``ALONE_BYTES`` for the others (but
+    surrogates, which no text holds), characters the model lacks: whatever
+    merging leaves of their bytes stands for the ids their bytes' tokens
+    stand for (their ``<0xNN>`` pieces, or the unknown piece each); else 0."""
     bits = np.unpackbits(alone[:0x10000 // 8], bitorder="little").astype(bool)
     table = np.zeros(0x10000, dtype=np.uint32)
+    table[0x80:0x10000][bits[0x80:]] = ALONE_BYTES
+    table[0xD800:0xE000] = 0
     for c, token_id in ids.items():
         if 0x80 <= ord(c) < 0x10000 and bits[ord(c)]:
             table[ord(c)] = token_id + 1

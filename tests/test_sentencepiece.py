@@ -187,14 +187,17 @@ def alone_model(byte_fallback: bool) -> bytes:
 
 def test_characters_that_stand_alone_are_read_from_a_table():
     """A character of several bytes that no piece of several characters holds
-    is a pre-token of its own, and always the same token: the kernel reads
-    runs of them from a table (``alone_ids``) past its batches and caches,
-    with the ASCII characters among them that are pre-tokens of one byte
-    (one that stands alone, or before such a character or the end). Each
-    entry is the id the caches give (the table unread), and texts give the
-    same ids either way: runs of them among other characters, ASCII between
-    them, longer than a batch, a document, and a batch of texts."""
-    from bpe._encode import SHORT_CALL_CHARS
+    is a pre-token of its own, and always the same token (or, one the model
+    lacks, its bytes' pieces or the unknown piece): the kernel reads runs of
+    them from a table (``alone_ids``) past its batches and caches, with the
+    ASCII characters among them that are pre-tokens of one byte (one that
+    stands alone, or before such a character or the end). Each entry is the
+    id the caches give (the table unread), and texts give the same ids
+    either way: runs of them among other characters, ASCII between them,
+    characters the model lacks side by side (fused into one unknown piece
+    without byte fallback), longer than a batch, a document, and a batch of
+    texts."""
+    from bpe._encode import ALONE_BYTES, SHORT_CALL_CHARS
     from bpe._testing import encoder_defaults
 
     for byte_fallback in (True, False):
@@ -203,17 +206,22 @@ def test_characters_that_stand_alone_are_read_from_a_table():
         with encoder_defaults(read_alone_ids=False):
             unread, _ = pair(data)
         table = tok._vocabulary.encoder._arrays["alone_ids"]
-        held = [chr(point) for point in np.flatnonzero(table)]
+        held = [chr(point) for point in np.flatnonzero((table != 0) & (table != ALONE_BYTES))]
         assert held == sorted("京東都國é한ΩЖ。，")         # not 日 or 本, which are in 日本
         for c in held:
             assert tok.encode(c)[-1] == unread.encode(c)[-1] == table[ord(c)] - 1, c
+        lacked = ["旦", "ñ", "丐", "\u0800", "\uffff", "\u00a0"]
+        assert all(table[ord(c)] == ALONE_BYTES for c in lacked)
+        assert table[ord("日")] == table[0xD800] == table[ord("a")] == 0
+        for c in lacked:
+            assert tok.encode(c) == unread.encode(c) == sp.encode(c), c
         rng = np.random.default_rng(3)
-        alphabet = held + ["a", " ", "日", "本", "旦", "🤖", "\n", "é", ",", SPACE]
+        alphabet = held + lacked + ["a", " ", "日", "本", "🤖", "\n", "é", ",", SPACE]
         texts = ["".join(rng.choice(alphabet, size=int(rng.integers(1, 400)))) for _ in range(60)]
         texts += ["".join(held) * 3, "".join(held[:5]) * SHORT_CALL_CHARS, " ".join(held)]
         texts += [f"{first}{between}{after}" for first in ("京", "a", "") for between in
-                  (" ", "a", "\n", "\t", "  ", "ab", "\n\n", " a", "a ", ",", SPACE, "日")
-                  for after in ("東", "日", "a", " ", "")]
+                  (" ", "a", "\n", "\t", "  ", "ab", "\n\n", " a", "a ", ",", SPACE, "日", "旦", "旦丐", "ñ日")
+                  for after in ("東", "日", "丐", "a", " ", "")]
         for text in texts:
             assert tok.encode(text) == unread.encode(text) == sp.encode(text), text
         assert tok.encode_batch(texts) == [sp.encode(text) for text in texts]
