@@ -21,9 +21,9 @@ native ``metaspace`` pattern), around each character that no piece of
 several characters holds (an ideograph or a line feed, often), which then
 is a pre-token of its own, and between two ASCII characters that no piece
 holds side by side (``(b`` in code, often): fewer and shorter new
-pre-tokens to merge. Such a character of several bytes is always its own
-token: the kernel reads a run of them from a table (``alone_ids``) rather
-than the caches.
+pre-tokens to merge. Such a character of several bytes is always the same
+ids (its own token, or its bytes' where the model lacks it): the kernel
+reads a run of them from a table (``alone_ids``) rather than the caches.
 """
 from __future__ import annotations
 
