@@ -445,11 +445,11 @@ cdef Py_ssize_t alone_ids_run(const uint32_t* alone_ids, const uint8_t* alone, c
     are one character known without the caches, and return where the first
     other one starts: a character of several bytes that ``alone_ids`` holds
     (always a pre-token of its own, and one token; or, where its entry is
-    ALONE_BYTES, a character the model lacks: its bytes' tokens, which are
-    the ids that whatever merging leaves of them expands to); and an ASCII one that
-    stands alone in ``alone``, or that ends the text or comes before such a
-    character of several bytes (``next_metaspace_alone`` ends it there), its
-    byte's token. Why the ASCII ones: in Chinese or Japanese text a line feed
+    ALONE_BYTES, a character the model lacks: its bytes' tokens, which expand
+    to the same ids as whatever merging leaves of them); and an ASCII one
+    that stands alone in ``alone``, or that ends the segment or comes before
+    such a character of several bytes (``next_metaspace_alone`` ends it
+    there), its byte's token. Why the ASCII ones: in Chinese or Japanese text a line feed
     or a space between two such characters is most of the text that is not
     them, and each one ended a run to go through the scanner's batches
     alone. ``out`` has room (a byte of text, an id)."""

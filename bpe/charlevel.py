@@ -21,8 +21,9 @@ native ``metaspace`` pattern), around each character that no piece of
 several characters holds (an ideograph or a line feed, often), which then
 is a pre-token of its own, and between two ASCII characters that no piece
 holds side by side (``(b`` in code, often): fewer and shorter new
-pre-tokens to merge. Such a character of several bytes is always the same
-ids (its own token, or its bytes' where the model lacks it): the kernel
+pre-tokens to merge. Such a character of several bytes always has the same
+kernel ids (its own token; or its bytes' tokens where the model lacks it,
+which expand to their ``<0xNN>`` pieces or to the unknown piece): the kernel
 reads a run of them from a table (``alone_ids``) rather than the caches.
 """
 from __future__ import annotations
@@ -67,10 +68,13 @@ def alone_ids(alone: np.ndarray, ids: Mapping[str, int]) -> np.ndarray:
     the Basic Multilingual Plane that stand alone (``alone``,
     ``character_cuts``'), each a pre-token of its own: 1 + the id of each
     character of ``ids`` (those the kernel makes from their bytes, with their
-    tokens), always its token; ``ALONE_BYTES`` for the others (but
-    surrogates, which no text holds), characters the model lacks: whatever
+    tokens), always its token; ``ALONE_BYTES`` for the others, which are no
+    piece the kernel makes (characters the model lacks; or a user-defined or
+    control piece, which the kernel never meets in its text): whatever
     merging leaves of their bytes stands for the ids their bytes' tokens
-    stand for (their ``<0xNN>`` pieces, or the unknown piece each); else 0."""
+    stand for (their ``<0xNN>`` pieces, or the unknown piece each); else 0.
+    Surrogates keep 0: the kernel's text is UTF-8 made from a str, where
+    each lone one became U+FFFD."""
     bits = np.unpackbits(alone[:0x10000 // 8], bitorder="little").astype(bool)
     table = np.zeros(0x10000, dtype=np.uint32)
     table[0x80:0x10000][bits[0x80:]] = ALONE_BYTES

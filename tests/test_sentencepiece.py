@@ -228,16 +228,19 @@ def test_characters_that_stand_alone_are_read_from_a_table():
 
 
 def test_a_table_of_characters_that_do_not_stand_alone_is_refused():
+    from bpe._encode import ALONE_BYTES
     from bpe.encoder import Encoder
 
     tok, _ = pair(alone_model(True))
     encoder = tok._vocabulary.encoder
     arrays = dict(encoder._arrays)
     good = arrays.pop("alone_ids")
-    ideograph = int(np.flatnonzero(good)[0])
+    assert good[ord("京")] not in (0, ALONE_BYTES)
     for point, value, message in [(ord("a"), 5, "holds U\\+0061, which is one byte"),
                                   (ord("日"), 5, "holds U\\+65E5, which does not stand alone"),
-                                  (ideograph, 2**31, "not below")]:
+                                  (ord("日"), ALONE_BYTES, "holds U\\+65E5, which does not stand alone"),
+                                  (ord("a"), ALONE_BYTES, "holds U\\+0061, which is one byte"),
+                                  (ord("京"), 2**31, "not below")]:
         bad = good.copy()
         bad[point] = value
         with pytest.raises(ValueError, match=message):
