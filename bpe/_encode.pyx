@@ -449,10 +449,10 @@ cdef Py_ssize_t alone_ids_run(const uint32_t* alone_ids, const uint8_t* alone, c
     to the same ids as whatever merging leaves of them); and an ASCII one
     that stands alone in ``alone``, or that ends the segment or comes before
     such a character of several bytes (``next_metaspace_alone`` ends it
-    there), its byte's token. Why the ASCII ones: in Chinese or Japanese text a line feed
-    or a space between two such characters is most of the text that is not
-    them, and each one ended a run to go through the scanner's batches
-    alone. ``out`` has room (a byte of text, an id)."""
+    there), its byte's token. Why the ASCII ones: in Chinese or Japanese
+    text a line feed or a space between two such characters is most of the
+    text that is not them, and each one ended a run to go through the
+    scanner's batches alone. ``out`` has room (a byte of text, an id)."""
     cdef out_id_t* at = out.data + out.size
     cdef uint32_t cp, entry
     cdef uint8_t c
