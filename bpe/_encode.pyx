@@ -439,6 +439,14 @@ cdef extern from *:
 ALONE_BYTES = ALONE_BYTES_ENTRY
 
 
+cdef inline uint32_t alone_entry(const uint32_t* alone_ids, const uint8_t* s, Py_ssize_t i,
+                                 int* width) noexcept nogil:
+    """``alone_ids``' entry for the character of several bytes at ``i`` (0 past
+    the Basic Multilingual Plane, which the table does not cover), and its width."""
+    cdef uint32_t cp = lead_point(s, i, width)
+    return alone_ids[cp] if cp < 0x10000 else 0
+
+
 cdef Py_ssize_t alone_ids_run(const uint32_t* alone_ids, const uint8_t* alone, const token_t* byte_ids,
                               const uint8_t* s, Py_ssize_t i, Py_ssize_t n, Ids* out) noexcept nogil:
     """Append the ids of the pre-tokens from ``i`` (where one starts) on that
@@ -454,28 +462,22 @@ cdef Py_ssize_t alone_ids_run(const uint32_t* alone_ids, const uint8_t* alone, c
     text that is not them, and each one ended a run to go through the
     scanner's batches alone. ``out`` has room (a byte of text, an id)."""
     cdef out_id_t* at = out.data + out.size
-    cdef uint32_t cp, entry
+    cdef uint32_t entry
     cdef uint8_t c
     cdef int width, k
     while i < n:
         c = s[i]
         if c < 0x80:
-            if not (alone[c >> 3] >> (c & 7)) & 1 and i + 1 < n:
-                if s[i + 1] < 0xC0:
-                    break
-                cp = lead_point(s, i + 1, &width)
-                if cp >= 0x10000 or alone_ids[cp] == 0:
-                    break
+            if (not (alone[c >> 3] >> (c & 7)) & 1 and i + 1 < n
+                    and (s[i + 1] < 0xC0 or alone_entry(alone_ids, s, i + 1, &width) == 0)):
+                break
             at[0] = byte_ids[c]
             at += 1
             i += 1
             continue
         if c < 0xC0:
             break
-        cp = lead_point(s, i, &width)
-        if cp >= 0x10000:
-            break
-        entry = alone_ids[cp]
+        entry = alone_entry(alone_ids, s, i, &width)
         if entry == 0:
             break
         if entry == ALONE_BYTES_ENTRY:
