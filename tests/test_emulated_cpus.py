@@ -9,9 +9,9 @@ choice and the absence of instructions the CPU lacks are what is tested:
   no AVX-512) run ``tests/cpu_check.py``: scanners against ``regex``, encoding
   against tiktoken, a training against ``bpe.pure``, and the path chosen;
 * ``tests/classify_check.c`` and ``tests/lanes_check.c``, cross-compiled for
-  aarch64 and run under ``qemu-aarch64``, check the NEON classifier and the
-  NEON helpers (ASCII runs, id lanes) against the portable ones, and natively
-  the SSE2 ones;
+  aarch64 and run under ``qemu-aarch64``, check the portable and NEON
+  classifiers against a loop over the bytes and the NEON helpers (ASCII runs,
+  id lanes) against the portable ones, and natively the x86-64 ones;
 * the package itself, built for aarch64 by ``.ci/arm64`` (Debian's arm64
   Python, the registries' aarch64 wheels), runs ``tests/cpu_check.py`` under
   ``qemu-aarch64`` with the NEON path (``BPE_ARM64_PYTHON``).
@@ -65,8 +65,8 @@ def compile_and_run(tmp_path, compiler: list, runner: list, source: str = "class
 
 @pytest.mark.skipif(shutil.which("aarch64-linux-gnu-gcc") is None or shutil.which("qemu-aarch64") is None,
                     reason="needs aarch64-linux-gnu-gcc and qemu-aarch64 (Debian's gcc-aarch64-linux-gnu, qemu-user)")
-def test_the_neon_classifier_equals_the_portable_one(tmp_path):
-    assert compile_and_run(tmp_path, ["aarch64-linux-gnu-gcc", "-static"], ["qemu-aarch64"]) == ["neon", "81921"]
+def test_the_portable_and_neon_classifiers_equal_a_loop_over_the_bytes(tmp_path):
+    assert compile_and_run(tmp_path, ["aarch64-linux-gnu-gcc", "-static"], ["qemu-aarch64"]) == ["scalar", "81921", "neon", "81921"]
 
 
 @pytest.mark.skipif(shutil.which("aarch64-linux-gnu-gcc") is None or shutil.which("qemu-aarch64") is None,
@@ -85,9 +85,9 @@ def test_the_sse2_lane_helpers_equal_the_portable_ones(tmp_path):
 
 @pytest.mark.skipif(platform.machine() != "x86_64" or shutil.which("gcc") is None,
                     reason="the x86-64 classifiers need an x86-64 machine and gcc")
-def test_every_x86_classifier_this_cpu_runs_equals_the_portable_one(tmp_path):
+def test_every_x86_classifier_this_cpu_runs_equals_a_loop_over_the_bytes(tmp_path):
     from bpe import _scanner
 
     found = compile_and_run(tmp_path, ["gcc"], [])
-    expected = [path for path in ("sse2", "avx2", "avx512") if path in _scanner.simd_paths()]
+    expected = [path for path in ("scalar", "sse2", "avx2", "avx512") if path in _scanner.simd_paths()]
     assert found == [word for path in expected for word in (path, "81921")]

@@ -15,6 +15,7 @@
 #define BPE_CLASSIFY_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include "portable.h"
 
@@ -74,19 +75,61 @@ static intptr_t spread_scalar(uint64_t bits, intptr_t base, intptr_t *out) {
     return count;
 }
 
+/* The portable path, eight bytes at a time in a 64-bit word: each test
+ * leaves a byte's top bit set where it holds, exactly (no carry or borrow
+ * crosses a byte), and one multiply gathers the eight top bits into eight
+ * bits. Why: CPUs without SSE2 or NEON run this path for every block, and a
+ * loop over the 64 bytes, nine tests each, scanned half as fast (x86-64 with
+ * this path forced, cl100k's pattern: 175 MB/s of Shakespeare against 339,
+ * and 6 against 19 on every code point's UTF-8). */
+#define SWAR_ONES 0x0101010101010101ULL
+#define SWAR_HIGH 0x8080808080808080ULL
+
+/* Bytes p[0..7] as a word, p[k] in bits 8k..8k+7 whatever the byte order. */
+static inline uint64_t swar_load(const uint8_t *p) {
+    uint64_t w;
+    memcpy(&w, p, sizeof w);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    w = __builtin_bswap64(w);
+#endif
+    return w;
+}
+
+/* Top bits of the bytes equal to byte. */
+static inline uint64_t swar_equal(uint64_t w, uint8_t byte) {
+    uint64_t x = w ^ (SWAR_ONES * byte);
+    return ~(((x & ~SWAR_HIGH) + ~SWAR_HIGH) | x) & SWAR_HIGH;
+}
+
+/* Top bits of the bytes in [lo, hi) (hi <= 0x80): low7 is w with each top bit
+ * cleared, ascii the top bits of w's bytes below 0x80. low7's byte plus
+ * 0x80 - lo reaches 0x80 exactly when it is lo or more. */
+static inline uint64_t swar_in_range(uint64_t low7, uint64_t ascii, uint8_t lo, uint8_t hi) {
+    return (low7 + SWAR_ONES * (uint8_t)(0x80 - lo)) & ~(low7 + SWAR_ONES * (uint8_t)(0x80 - hi)) & ascii;
+}
+
+/* The eight top bits, byte k's as bit k: each lands in the top byte at its own
+ * place, and no two partial products meet, so nothing carries. */
+static inline uint64_t swar_gather(uint64_t top_bits) {
+    return ((top_bits & SWAR_HIGH) * 0x0002040810204081ULL) >> 56;
+}
+
 static inline void classify_scalar(const uint8_t *p, ClassMasks *out) {
     ClassMasks m = {0};
-    for (int k = 0; k < 64; k++) {
-        uint8_t b = p[k];
-        m.upper |= (uint64_t)((uint8_t)(b - 'A') < 26) << k;
-        m.lower |= (uint64_t)((uint8_t)(b - 'a') < 26) << k;
-        m.digit |= (uint64_t)((uint8_t)(b - '0') < 10) << k;
-        m.space |= (uint64_t)((uint8_t)(b - 0x09) < 5 || b == ' ') << k;
-        m.blank |= (uint64_t)(b == ' ') << k;
-        m.newline |= (uint64_t)(b == '\r' || b == '\n') << k;
-        m.quote |= (uint64_t)(b == '\'') << k;
-        m.slash |= (uint64_t)(b == '/') << k;
-        m.high |= (uint64_t)(b >= 0x80) << k;
+    for (int j = 0; j < 8; j++) {
+        uint64_t w = swar_load(p + 8 * j);
+        uint64_t low7 = w & ~SWAR_HIGH, ascii = ~w & SWAR_HIGH;
+        uint64_t blank = swar_equal(w, ' ');
+        int at = 8 * j;
+        m.upper |= swar_gather(swar_in_range(low7, ascii, 'A', 'Z' + 1)) << at;
+        m.lower |= swar_gather(swar_in_range(low7, ascii, 'a', 'z' + 1)) << at;
+        m.digit |= swar_gather(swar_in_range(low7, ascii, '0', '9' + 1)) << at;
+        m.space |= swar_gather(swar_in_range(low7, ascii, 0x09, 0x0E) | blank) << at;
+        m.blank |= swar_gather(blank) << at;
+        m.newline |= swar_gather(swar_equal(w, '\r') | swar_equal(w, '\n')) << at;
+        m.quote |= swar_gather(swar_equal(w, '\'')) << at;
+        m.slash |= swar_gather(swar_equal(w, '/')) << at;
+        m.high |= swar_gather(w) << at;
     }
     *out = m;
 }
