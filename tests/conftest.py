@@ -12,15 +12,17 @@ from bpe.unicode import as_reference
 def findall(pattern: str, text: str) -> list[str]:
     """``regex.findall(pattern, text)`` with each code point classified as tiktoken's
     and tokenizers' engines classify it (``bpe.unicode.as_reference``): the
-    definition of pre-tokens whatever Unicode the installed ``regex`` carries."""
+    definition of pre-tokens whatever Unicode the installed ``regex`` carries.
+    ``regex`` lets go of the GIL while it matches: tests may run several in
+    threads."""
     seen = as_reference(text)
-    pieces = regex.findall(pattern, seen)
+    pieces = regex.findall(pattern, seen, concurrent=True)
     if seen is text:
         return pieces
     if sum(map(len, pieces)) == len(text):       # the pieces cover the text: cut it alike
         ends = list(itertools.accumulate(map(len, pieces)))
         return [text[end - len(piece):end] for piece, end in zip(pieces, ends)]
-    return [text[m.start():m.end()] for m in regex.finditer(pattern, seen)]
+    return [text[m.start():m.end()] for m in regex.finditer(pattern, seen, concurrent=True)]
 
 
 SHAKESPEARE = os.path.join(os.path.dirname(bpe.__file__), "data", "tinyshakespeare.txt")

@@ -6,6 +6,7 @@ import contextlib
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import hypothesis.strategies as st
 import numpy as np
@@ -215,20 +216,38 @@ def test_the_ascii_tables_are_the_full_tables_ascii_part():
     assert np.array_equal(ascii_fold[:128], fold[:128]) and not ascii_fold[128:].any()
 
 
+def findall_offsets(text: str, seen: str, name: str) -> np.ndarray:
+    """Where ``findall``'s pieces of ``text`` start and end in its UTF-8 (lone
+    surrogates as "surrogatepass" writes them: three bytes). ``seen`` is
+    ``as_reference(text)``, whose pieces ``findall`` cuts ``text`` as: only
+    their lengths are needed here."""
+    pieces = regex.findall(PATTERNS[name], seen, concurrent=True)
+    char_ends = np.cumsum(np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces)))
+    assert char_ends[-1] == len(text), name             # the pieces cover the text
+    points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    widths = 1 + (points >= 0x80).astype(np.int64) + (points >= 0x800) + (points >= 0x10000)
+    byte_ends = np.concatenate([[0], np.cumsum(widths)])
+    return np.concatenate([[0], byte_ends[char_ends]])
+
+
 @pytest.mark.parametrize("context", ["{c}", "a{c}", " {c}a", "{c}{c}x", "'{c}", "A{c}b", "{c}\n", "1{c}2"])
 def test_every_code_point_in_context(context):
     # Each code point once, between neighbours that exercise its class. (Batches
     # are held to the same splits by the tests above: this one is about classes.)
+    # Compared as offsets (millions of pieces, each made a str, cost most of this
+    # test), regex's worked out in a thread while the scanners' are checked.
+    # (In two, each waited on the other for the GIL as it made its pieces.)
     text = "\x00".join(context.format(c=c) for c in unicode.all_code_points())
     data = text.encode("utf-8", "surrogatepass")
-    for name in NAMES:
-        # Compared as offsets: millions of pieces, each made a str, cost most of this test.
-        lengths = [len(piece.encode("utf-8", "surrogatepass")) for piece in findall(PATTERNS[name], text)]
-        expected = np.concatenate([[0], np.cumsum(lengths)])
-        for path in _scanner.simd_paths():
-            with simd(path):
-                assert np.array_equal(_scanner.split_offsets(data, _scanner.PATTERN_IDS[name]), expected), \
-                    (name, path)
+    seen = unicode.as_reference(text)
+    with ThreadPoolExecutor(1) as pool:
+        found = {name: pool.submit(findall_offsets, text, seen, name) for name in NAMES}
+        for name in NAMES:
+            expected = found[name].result()
+            for path in _scanner.simd_paths():
+                with simd(path):
+                    assert np.array_equal(_scanner.split_offsets(data, _scanner.PATTERN_IDS[name]), expected), \
+                        (name, path)
 
 
 def test_tables_agree_with_regex_on_the_reference_text_for_every_code_point():
