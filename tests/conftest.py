@@ -25,6 +25,15 @@ def findall(pattern: str, text: str) -> list[str]:
     return [text[m.start():m.end()] for m in regex.finditer(pattern, seen, concurrent=True)]
 
 
+def pytest_collection_modifyitems(config, items):
+    """Start the emulated CPUs' runs that the selected tests check
+    (``tests/test_emulated_cpus.py``), to run beside the other tests."""
+    for item in items:
+        start = getattr(getattr(item, "module", None), "start_emulated_run", None)
+        if start is not None:
+            start(item)
+
+
 SHAKESPEARE = os.path.join(os.path.dirname(bpe.__file__), "data", "tinyshakespeare.txt")
 
 # Alphabets chosen so that random text has many pairs with equal counts (ties),

@@ -19,39 +19,101 @@ choice and the absence of instructions the CPU lacks are what is tested:
 ``.ci/run`` installs qemu-user and gcc-aarch64-linux-gnu and runs
 ``.ci/arm64``; without them these tests are skipped, saying so.
 """
+import atexit
 import os
 import platform
 import shutil
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
+CPU_CHECK = os.path.join(TESTS, "cpu_check.py")
+EMULATES_X86 = platform.machine() == "x86_64" and shutil.which("qemu-x86_64") is not None
+ARM64_PYTHON = os.environ.get("BPE_ARM64_PYTHON")
 
 
-@pytest.mark.skipif(platform.machine() != "x86_64" or shutil.which("qemu-x86_64") is None,
-                    reason="needs an x86-64 machine and qemu-x86_64 (Debian's qemu-user)")
+class EmulatedRun:
+    """``cpu_check.py`` on an emulated CPU, started when made; ``result`` waits
+    for it. Its output goes to files (a pipe nobody reads could fill). With
+    ``elsewhere`` it runs in a directory of its own, where no package of this
+    tree is found (the arm64 Python must import the one built for it)."""
+
+    def __init__(self, command: list[str], elsewhere: bool):
+        self.cwd = tempfile.mkdtemp(prefix="bpe-emulated-") if elsewhere else None
+        self.out, self.err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+        self.process = subprocess.Popen(command, stdout=self.out, stderr=self.err, cwd=self.cwd)
+
+    def result(self) -> tuple[int, str, str]:
+        """Its exit status, stdout and stderr."""
+        returncode = self.process.wait(timeout=1800)
+        texts = []
+        for file in (self.out, self.err):
+            file.seek(0)
+            texts.append(file.read().decode("utf-8", "replace"))
+        return returncode, *texts
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        if self.cwd is not None:
+            shutil.rmtree(self.cwd, ignore_errors=True)
+
+
+#: The runs, by (cpu, path). Each is a minute or so of one core under qemu, and
+#: most tests use one core: ``start_emulated_run`` (called by conftest's
+#: ``pytest_collection_modifyitems``) starts the runs the session's tests will
+#: check as the session starts, so that they run beside the other tests; a
+#: test whose run was not started so starts it.
+_runs: dict[tuple[str, str], EmulatedRun] = {}
+
+
+def emulated_run(cpu: str, path: str) -> EmulatedRun:
+    if (cpu, path) not in _runs:
+        if cpu == "arm64":
+            command = [ARM64_PYTHON, CPU_CHECK, path]
+        else:
+            command = ["qemu-x86_64", "-cpu", cpu, sys.executable, CPU_CHECK, path]
+        _runs[cpu, path] = EmulatedRun(command, elsewhere=cpu == "arm64")
+    return _runs[cpu, path]
+
+
+def start_emulated_run(item: pytest.Item) -> None:
+    """Start the run ``item`` checks, if it checks one and is not skipped."""
+    if item.originalname == "test_exact_on_an_emulated_cpu_with_its_default_path" and EMULATES_X86:
+        emulated_run(item.callspec.params["cpu"], item.callspec.params["path"])
+    elif item.originalname == "test_exact_on_emulated_arm64_with_its_default_path" and ARM64_PYTHON:
+        emulated_run("arm64", "neon")
+
+
+@atexit.register
+def _stop_runs() -> None:
+    for run in _runs.values():
+        run.stop()
+
+
+@pytest.mark.skipif(not EMULATES_X86, reason="needs an x86-64 machine and qemu-x86_64 (Debian's qemu-user)")
 @pytest.mark.parametrize("cpu, path", [("SandyBridge", "sse2"), ("Haswell", "avx2")])
 def test_exact_on_an_emulated_cpu_with_its_default_path(cpu, path):
-    out = subprocess.run(["qemu-x86_64", "-cpu", cpu, sys.executable, os.path.join(TESTS, "cpu_check.py"), path],
-                         capture_output=True, text=True, timeout=1800)
-    assert out.returncode == 0 and out.stdout.split() == ["ok", path], (out.stdout[-2000:], out.stderr[-3000:])
+    returncode, out, err = emulated_run(cpu, path).result()
+    assert returncode == 0 and out.split() == ["ok", path], (out[-2000:], err[-3000:])
 
 
-@pytest.mark.skipif(not os.environ.get("BPE_ARM64_PYTHON"),
+@pytest.mark.skipif(not ARM64_PYTHON,
                     reason="needs BPE_ARM64_PYTHON, an emulated aarch64 Python with bpe built for it (.ci/arm64)")
 def test_exact_on_emulated_arm64_with_its_default_path(tmp_path):
-    python = os.environ["BPE_ARM64_PYTHON"]
-    where = subprocess.run([python, "-c", "import bpe, platform; print(platform.machine(), bpe.__file__)"],
+    run = emulated_run("arm64", "neon")
+    where = subprocess.run([ARM64_PYTHON, "-c", "import bpe, platform; print(platform.machine(), bpe.__file__)"],
                            capture_output=True, text=True, timeout=600, cwd=tmp_path)
     machine, package = where.stdout.split()
     source_tree = os.path.realpath(os.path.join(TESTS, os.pardir, "bpe"))
     assert machine == "aarch64" and os.path.realpath(os.path.dirname(package)) != source_tree, \
         (where.stdout, where.stderr[-2000:])
-    out = subprocess.run([python, os.path.join(TESTS, "cpu_check.py"), "neon"],
-                         capture_output=True, text=True, timeout=1800, cwd=tmp_path)
-    assert out.returncode == 0 and out.stdout.split() == ["ok", "neon"], (out.stdout[-2000:], out.stderr[-3000:])
+    returncode, out, err = run.result()
+    assert returncode == 0 and out.split() == ["ok", "neon"], (out[-2000:], err[-3000:])
 
 
 def compile_and_run(tmp_path, compiler: list, runner: list, source: str = "classify_check.c") -> list[str]:
