@@ -118,6 +118,7 @@ def test_edges(line, path, text):
     check(line, path)
 
 
+@settings(deadline=None)
 @example(b"")
 @example(b"\n\n \n")
 @given(st.binary(max_size=40))
