@@ -99,7 +99,8 @@ static long check_path(int path, const char *name) {
             checked++;
         }
     }
-    for (int round = 0; round < 200000; round++) {   /* random masks spread into offsets */
+    /* random masks spread into offsets, against the portable spread */
+    for (int round = 0; path != CLASSIFY_SCALAR && round < 200000; round++) {
         static intptr_t want[128], got[128];
         uint64_t bits = next_random() & next_random();
         if (round % 3 == 0)

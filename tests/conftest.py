@@ -25,9 +25,12 @@ def findall(pattern: str, text: str) -> list[str]:
     return [text[m.start():m.end()] for m in regex.finditer(pattern, seen, concurrent=True)]
 
 
+@pytest.hookimpl(trylast=True)          # after -k and -m have deselected theirs
 def pytest_collection_modifyitems(config, items):
     """Start the emulated CPUs' runs that the selected tests check
     (``tests/test_emulated_cpus.py``), to run beside the other tests."""
+    if config.option.collectonly:
+        return
     for item in items:
         start = getattr(getattr(item, "module", None), "start_emulated_run", None)
         if start is not None:

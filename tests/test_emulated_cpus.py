@@ -20,9 +20,11 @@ choice and the absence of instructions the CPU lacks are what is tested:
 ``.ci/arm64``; without them these tests are skipped, saying so.
 """
 import atexit
+import ctypes
 import os
 import platform
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -33,6 +35,15 @@ TESTS = os.path.dirname(os.path.abspath(__file__))
 CPU_CHECK = os.path.join(TESTS, "cpu_check.py")
 EMULATES_X86 = platform.machine() == "x86_64" and shutil.which("qemu-x86_64") is not None
 ARM64_PYTHON = os.environ.get("BPE_ARM64_PYTHON")
+PR_SET_PDEATHSIG = 1                   # linux/prctl.h
+
+
+def _die_with_parent() -> None:
+    """In the child: ask Linux to kill it if the session dies first (a CI
+    timeout's SIGKILL runs no atexit). qemu is exec'd (``.ci/arm64``'s python
+    too), and the request outlives exec."""
+    if sys.platform == "linux":
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 class EmulatedRun:
@@ -44,7 +55,8 @@ class EmulatedRun:
     def __init__(self, command: list[str], elsewhere: bool):
         self.cwd = tempfile.mkdtemp(prefix="bpe-emulated-") if elsewhere else None
         self.out, self.err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
-        self.process = subprocess.Popen(command, stdout=self.out, stderr=self.err, cwd=self.cwd)
+        self.process = subprocess.Popen(command, stdout=self.out, stderr=self.err, cwd=self.cwd,
+                                        preexec_fn=_die_with_parent)
 
     def result(self) -> tuple[int, str, str]:
         """Its exit status, stdout and stderr."""
