@@ -12,17 +12,15 @@ from bpe.unicode import as_reference
 def findall(pattern: str, text: str) -> list[str]:
     """``regex.findall(pattern, text)`` with each code point classified as tiktoken's
     and tokenizers' engines classify it (``bpe.unicode.as_reference``): the
-    definition of pre-tokens whatever Unicode the installed ``regex`` carries.
-    ``regex`` lets go of the GIL while it matches: tests may run several in
-    threads."""
+    definition of pre-tokens whatever Unicode the installed ``regex`` carries."""
     seen = as_reference(text)
-    pieces = regex.findall(pattern, seen, concurrent=True)
+    pieces = regex.findall(pattern, seen)
     if seen is text:
         return pieces
     if sum(map(len, pieces)) == len(text):       # the pieces cover the text: cut it alike
         ends = list(itertools.accumulate(map(len, pieces)))
         return [text[end - len(piece):end] for piece, end in zip(pieces, ends)]
-    return [text[m.start():m.end()] for m in regex.finditer(pattern, seen, concurrent=True)]
+    return [text[m.start():m.end()] for m in regex.finditer(pattern, seen)]
 
 
 @pytest.hookimpl(trylast=True)          # after -k and -m have deselected theirs

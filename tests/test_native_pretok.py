@@ -216,18 +216,22 @@ def test_the_ascii_tables_are_the_full_tables_ascii_part():
     assert np.array_equal(ascii_fold[:128], fold[:128]) and not ascii_fold[128:].any()
 
 
-def findall_offsets(text: str, seen: str, name: str) -> np.ndarray:
-    """Where ``findall``'s pieces of ``text`` start and end in its UTF-8 (lone
-    surrogates as "surrogatepass" writes them: three bytes). ``seen`` is
-    ``as_reference(text)``, whose pieces ``findall`` cuts ``text`` as: only
-    their lengths are needed here."""
-    pieces = regex.findall(PATTERNS[name], seen, concurrent=True)
-    char_ends = np.cumsum(np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces)))
-    assert char_ends[-1] == len(text), name             # the pieces cover the text
+def utf8_offsets(text: str) -> np.ndarray:
+    """Where each code point of ``text`` starts in its UTF-8, and the end (lone
+    surrogates as "surrogatepass" writes them: three bytes)."""
     points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     widths = 1 + (points >= 0x80).astype(np.int64) + (points >= 0x800) + (points >= 0x10000)
-    byte_ends = np.concatenate([[0], np.cumsum(widths)])
-    return np.concatenate([[0], byte_ends[char_ends]])
+    return np.concatenate([[0], np.cumsum(widths)])
+
+
+def findall_offsets(seen: str, at_byte: np.ndarray, name: str) -> np.ndarray:
+    """Where ``findall``'s pieces of a text start and end in its UTF-8. ``seen``
+    is ``as_reference(text)``, whose pieces ``findall`` cuts the text as (only
+    their lengths are needed here); ``at_byte`` is ``utf8_offsets(text)``."""
+    pieces = regex.findall(PATTERNS[name], seen, concurrent=True)
+    char_ends = np.cumsum(np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces)))
+    assert char_ends[-1] == len(seen), name             # the pieces cover the text
+    return np.concatenate([[0], at_byte[char_ends]])
 
 
 @pytest.mark.parametrize("context", ["{c}", "a{c}", " {c}a", "{c}{c}x", "'{c}", "A{c}b", "{c}\n", "1{c}2"])
@@ -239,9 +243,9 @@ def test_every_code_point_in_context(context):
     # (In two, each waited on the other for the GIL as it made its pieces.)
     text = "\x00".join(context.format(c=c) for c in unicode.all_code_points())
     data = text.encode("utf-8", "surrogatepass")
-    seen = unicode.as_reference(text)
+    seen, at_byte = unicode.as_reference(text), utf8_offsets(text)
     with ThreadPoolExecutor(1) as pool:
-        found = {name: pool.submit(findall_offsets, text, seen, name) for name in NAMES}
+        found = {name: pool.submit(findall_offsets, seen, at_byte, name) for name in NAMES}
         for name in NAMES:
             expected = found.pop(name).result()       # each let go once checked
             for path in _scanner.simd_paths():
