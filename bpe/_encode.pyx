@@ -78,6 +78,7 @@ cdef enum:
     MERGE_GROUP = 16                 # new short pre-tokens merged side by side (``_merge_fresh``)
     GROUP_AFTER_MISSES = 2           # a batch after one with this many misses merges its new ones side by side
     NEVER_GROUPED = -1               # ... or none does (``EncodeKernel.group_after_misses``)
+    NOT_METASPACE = -1               # ``utf8_of_strs``: a str's UTF-8 as it is (0, 1: ``write_metaspace``'s)
 
 
 
@@ -345,22 +346,30 @@ cdef class StrNeedles:
 
 cdef int utf8_of_strs(Bytes* buffer, Py_ssize_t n_texts, const void** sources,
                       const Py_ssize_t* n_points, const int* kinds, const uint8_t** starts,
-                      int64_t* lengths) noexcept nogil:
+                      int64_t* lengths, int metaspace=NOT_METASPACE) noexcept nogil:
     """Point ``starts`` and ``lengths`` at each text's UTF-8 (``str_parts``'s): ASCII
     where it is, the others written one after another into ``buffer``, grown
-    once for them all. -1 when out of memory."""
+    once for them all. With ``metaspace`` 0 or 1, each text as
+    ``metaspace_text`` writes it (1: a space in front), every one into
+    ``buffer``. -1 when out of memory."""
     cdef Py_ssize_t t
     cdef int64_t transcoded = 0
     cdef uint8_t* write_at
     for t in range(n_texts):
-        if kinds[t] != 0:
+        if metaspace != NOT_METASPACE:
+            transcoded += 1 + (n_points[t] if kinds[t] == 0 else utf8_bound(kinds[t], n_points[t]))
+        elif kinds[t] != 0:
             transcoded += utf8_bound(kinds[t], n_points[t])
     cdef bint wide = wide_utf8()
     if bytes_reserve(buffer, transcoded + (UTF8_WIDE_SLACK if wide else 0)) < 0:
         return -1
     write_at = buffer.data
     for t in range(n_texts):
-        if kinds[t] == 0:
+        if metaspace != NOT_METASPACE:
+            starts[t] = write_at
+            write_at = write_metaspace(write_at, sources[t], n_points[t], kinds[t], metaspace, wide)
+            lengths[t] = write_at - starts[t]
+        elif kinds[t] == 0:
             starts[t] = <const uint8_t*>sources[t]
             lengths[t] = n_points[t]
         else:
@@ -520,58 +529,70 @@ cdef int check_alone_ids(const uint32_t[::1] alone_ids, const uint8_t[::1] alone
     return 0
 
 
+cdef uint8_t* metaspace_spaces(uint8_t* start, uint8_t* end) noexcept nogil:
+    """Write each U+2581 (E2 96 81) of the UTF-8 ``start[:end - start]`` as a
+    space, in place; return the new end. Moved down only after the first:
+    most such text has none."""
+    cdef uint8_t* read = start
+    cdef uint8_t* write = start
+    cdef uint8_t* found
+    while True:
+        found = <uint8_t*>memchr(read, 0xE2, end - read)
+        if found == NULL:
+            break
+        if found + 3 <= end and found[1] == 0x96 and found[2] == 0x81:
+            if write != read:
+                memmove(write, read, found - read)
+            write += found - read
+            write[0] = 0x20
+            write += 1
+            read = found + 3
+        else:
+            if write != read:
+                memmove(write, read, found + 1 - read)
+            write += found + 1 - read
+            read = found + 1
+    if write != read:
+        memmove(write, read, end - read)
+    return write + (end - read)
+
+
 cdef int metaspace_text(Bytes* buffer, const void* source, Py_ssize_t n_points, int kind, bint prefix,
                         int64_t* length) noexcept nogil:
     """Write into ``buffer`` a str's characters (``str_parts``') as
-    ``ShortCalls.metaspace_to_list`` reads them: a space in front with
-    ``prefix`` (unless there are none), the UTF-8, each U+2581 (E2 96 81) as
-    a space; its length in ``length``. -1 when out of memory."""
-    cdef uint8_t* start
-    cdef uint8_t* end
-    cdef uint8_t* read
-    cdef uint8_t* write
-    cdef uint8_t* found
-    if n_points == 0:
-        length[0] = 0
-        return 0
+    ``ShortCalls.metaspace_to_list`` reads them (``write_metaspace``); its
+    length in ``length``. -1 when out of memory."""
     cdef bint wide = wide_utf8()
     if bytes_reserve(buffer, 1 + (n_points if kind == 0 else utf8_bound(kind, n_points))
                      + (UTF8_WIDE_SLACK if wide else 0)) < 0:
         return -1
-    start = end = buffer.data
+    length[0] = write_metaspace(buffer.data, source, n_points, kind, prefix, wide) - buffer.data
+    return 0
+
+
+cdef uint8_t* write_metaspace(uint8_t* out, const void* source, Py_ssize_t n_points, int kind, bint prefix,
+                              bint wide) noexcept nogil:
+    """Write at ``out`` a str's characters (``str_parts``') as the kernel reads
+    SentencePiece's normalized text where all its normalizer does is write
+    each space as ``▁`` (and, with ``prefix``, one more in front): a space in
+    front with ``prefix`` (unless there are none), the UTF-8, each U+2581
+    (E2 96 81) as a space (``CharacterVocabulary.space``); return the end.
+    ``out`` has room for 1 + ``utf8_bound`` bytes (and UTF8_WIDE_SLACK with
+    ``wide``)."""
+    cdef uint8_t* start = out
+    if n_points == 0:
+        return out
     if prefix:
-        end[0] = 0x20
-        end += 1
+        out[0] = 0x20
+        out += 1
     if kind == 0:
-        memcpy(end, source, n_points)
-        end += n_points
-    else:
-        end = write_utf8(kind, source, n_points, end, wide)
+        memcpy(out, source, n_points)
+        return out + n_points
+    out = write_utf8(kind, source, n_points, out, wide)
     if kind >= 2:
         # U+2581 only in a str of two or four bytes a character.
-        # Moved down only after the first: most such text has none.
-        read = write = start
-        while True:
-            found = <uint8_t*>memchr(read, 0xE2, end - read)
-            if found == NULL:
-                break
-            if found + 3 <= end and found[1] == 0x96 and found[2] == 0x81:
-                if write != read:
-                    memmove(write, read, found - read)
-                write += found - read
-                write[0] = 0x20
-                write += 1
-                read = found + 3
-            else:
-                if write != read:
-                    memmove(write, read, found + 1 - read)
-                write += found + 1 - read
-                read = found + 1
-        if write != read:
-            memmove(write, read, end - read)
-        end = write + (end - read)
-    length[0] = end - start
-    return 0
+        out = metaspace_spaces(start, out)
+    return out
 
 
 cdef class EncodeKernel:
@@ -1437,16 +1458,27 @@ cdef class EncodeKernel:
             mem_free(lengths)
 
     def encode_strs(self, Session session, texts, int pattern, needles,
-                    const out_id_t[::1] needle_ids, out_id_t[::1] out=None):
+                    const out_id_t[::1] needle_ids, out_id_t[::1] out=None, metaspace_prefix=None):
         """As ``encode_texts``, for a sequence of str: no ``str.encode``, no join.
 
         ASCII text is read in place; other text is written as UTF-8 into the
         session's buffer, both without the GIL, so threads encoding batches of
         str spend almost all their time in parallel. Lone surrogates become
         U+FFFD (see ``bpe/_utf8.pxd``). ``out`` must hold as many ids as the
-        texts have UTF-8 bytes.
+        texts have UTF-8 bytes (and one more each with ``metaspace_prefix``).
+
+        ``metaspace_prefix`` (a bool; None: not): each text as SentencePiece's
+        normalizer leaves it where all it does is write each space as ``▁``,
+        with one more in front if True, read as ``ShortCalls.metaspace_to_list``
+        reads it (``write_metaspace``): a long document's or a batch's texts,
+        which the one-text calls do not take, made here without the GIL, not
+        in Python (a tenth to a fifth of encoding such a batch).
         """
-        return self._encode_held_strs(session, tuple(texts), pattern, tuple(needles), needle_ids, out, None)
+        cdef int metaspace = NOT_METASPACE if metaspace_prefix is None else int(bool(metaspace_prefix))
+        if metaspace != NOT_METASPACE and pattern != PATTERN_METASPACE:
+            raise ValueError("metaspace_prefix goes with the metaspace pattern")
+        return self._encode_held_strs(session, tuple(texts), pattern, tuple(needles), needle_ids, out, None,
+                                      metaspace)
 
     def encode_strs_to_lists(self, Session session, texts, int pattern, tuple needles,
                              const out_id_t[::1] needle_ids, PrebuiltInts ints):
@@ -1458,10 +1490,12 @@ cdef class EncodeKernel:
         array or views to make, and one GIL release fewer than ``encode_strs``
         then ``ids_to_lists``, in a call that threads run side by side.
         """
-        return self._encode_held_strs(session, tuple(texts), pattern, needles, needle_ids, None, ints)
+        return self._encode_held_strs(session, tuple(texts), pattern, needles, needle_ids, None, ints,
+                                      NOT_METASPACE)
 
     cdef object _encode_held_strs(self, Session session, tuple held, int pattern, tuple needles,
-                                  const out_id_t[::1] needle_ids, out_id_t[::1] out, PrebuiltInts ints):
+                                  const out_id_t[::1] needle_ids, out_id_t[::1] out, PrebuiltInts ints,
+                                  int metaspace):
         """``encode_strs`` (``ints`` None) or ``encode_strs_to_lists``, of texts the
         caller holds references to while the GIL is released."""
         cdef Py_ssize_t n_texts = len(held)
@@ -1488,7 +1522,8 @@ cdef class EncodeKernel:
             for t in range(n_texts):
                 str_parts(held[t], &sources[t], &n_points[t], &kinds[t])
             with nogil:
-                reserved = utf8_of_strs(&scratch.text, n_texts, sources, n_points, kinds, starts, lengths)
+                reserved = utf8_of_strs(&scratch.text, n_texts, sources, n_points, kinds, starts, lengths,
+                                        metaspace)
             if reserved < 0:
                 raise MemoryError()
             if ints is None:

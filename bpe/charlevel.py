@@ -196,6 +196,14 @@ class CharacterVocabulary:
         ``data[offsets[t]:offsets[t + 1]]``), ``special`` found in it, as ``(ids, offsets)``."""
         return self.finish(*self.encoder.encode_utf8_texts(data, offsets, special))
 
+    def encode_strs(self, texts: Sequence[str], prefix: bool,
+                    special: Sequence[str] = ()) -> tuple[np.ndarray, np.ndarray]:
+        """``encode``'s ``(ids, offsets)`` of ``kernel_text`` of each str's
+        normalized UTF-8, where the normalizer only writes each space as ``▁``
+        (one more in front with ``prefix``) and ``space`` holds: made by the
+        kernel, without the GIL (``Encoder.encode_metaspace_strs``)."""
+        return self.finish(*self.encoder.encode_metaspace_strs(texts, prefix, special))
+
     def encode_text(self, data: bytes, narrow: bool = False) -> np.ndarray:
         """``encode``'s ids of one text (``kernel_text``'s UTF-8), every special
         token found in it: in one kernel call, without a batch's set-up (a

@@ -282,6 +282,16 @@ class Encoder:
         with self._session() as session:
             return self._kernel.encode_strs(session, texts, self._pattern_id(), *self._needles(allowed), out)
 
+    def encode_metaspace_strs(self, texts: Sequence[str], prefix: bool,
+                              allowed: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """``encode_strs`` of the texts SentencePiece's normalizer makes of ``texts``
+        where all it does is write each space as ``▁`` (with one more in front
+        if ``prefix``), made by the kernel as it reads them (``EncodeKernel.encode_strs``'
+        ``metaspace_prefix``): the metaspace pattern only."""
+        with self._session() as session:
+            return self._kernel.encode_strs(session, texts, self._pattern_id(), *self._needles(allowed),
+                                            metaspace_prefix=prefix)
+
     def encode_to_list(self, text: str, allowed: Sequence[str], ints: PrebuiltInts) -> list:
         """The ids of one str as a list of the prebuilt ``ints``.
 

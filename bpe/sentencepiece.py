@@ -129,6 +129,8 @@ class CharacterTokenizer:
             ids = self._str_calls.metaspace_to_array(text, self._str_prefix, narrow)
             if ids is not None:
                 return ids
+            if isinstance(text, str):          # a long document's, made by the kernel too (``_ids``)
+                return self._ids([text])[0]
         return self._bytes_ids(text, narrow)
 
     def _bytes_ids(self, text: str, narrow: bool = False) -> np.ndarray:
@@ -147,6 +149,8 @@ class CharacterTokenizer:
             got = self._str_calls.metaspace_to_list(text, self._str_prefix)
             if got is not None:
                 return got
+            if isinstance(text, str):
+                return ids_to_list(self._ids([text])[0], self._ints)
         return self._bytes_list(text)
 
     def _bytes_list(self, text: str) -> list[int]:
@@ -439,6 +443,10 @@ class SentencePieceTokenizer(CharacterTokenizer):
         return self._normalized_utf8(text, kernel=True)
 
     def _ids(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        if self._str_calls is not None:
+            # The normalizer only writes spaces as ▁: the kernel makes the texts it
+            # reads from the str, without the GIL (``CharacterVocabulary.encode_strs``).
+            return self._vocabulary.encode_strs(texts, self._str_prefix, self._user_defined_names)
         normalized = [self._normalized_utf8(text, kernel=True) for text in texts]
         offsets = np.zeros(len(normalized) + 1, dtype=np.int64)
         np.cumsum([len(data) for data in normalized], out=offsets[1:])
@@ -658,7 +666,7 @@ class HuggingFaceSentencePiece(CharacterTokenizer):
         if not self._pipeline.finds_none(text, self._added):
             return self._ids([text])[0]
         ids = self._str_calls.metaspace_to_array(text, self._str_prefix, narrow)
-        return ids if ids is not None else self._vocabulary.encode_text(self._bytewise(text), narrow)
+        return ids if ids is not None else self._vocabulary.encode_strs([text], self._str_prefix)[0]
 
     def _text_list(self, text: str) -> list[int]:
         if self._str_calls is None or not isinstance(text, str):
@@ -666,9 +674,15 @@ class HuggingFaceSentencePiece(CharacterTokenizer):
         if not self._pipeline.finds_none(text, self._added):
             return ids_to_list(self._ids([text])[0], self._ints)
         got = self._str_calls.metaspace_to_list(text, self._str_prefix)
-        return got if got is not None else self._vocabulary.list_text(self._bytewise(text))
+        return got if got is not None else ids_to_list(self._vocabulary.encode_strs([text], self._str_prefix)[0],
+                                                       self._ints)
 
     def _ids(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        if self._str_calls is not None and all(isinstance(text, str) and self._pipeline.finds_none(text, self._added)
+                                               for text in texts):
+            # No added token in any: the kernel makes every text from its str
+            # (``CharacterVocabulary.encode_strs``), as the one-text calls do.
+            return self._vocabulary.encode_strs(texts, self._str_prefix)
         # Steps 1 to 3 in Python (added tokens, normalizer, pre-tokenizer), then
         # every stretch of every text in one kernel call.
         stretches: list[bytes] = []

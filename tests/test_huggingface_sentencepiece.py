@@ -98,16 +98,36 @@ def test_random_texts_match_tokenizers(files, atoms, text):
         assert tok.encode(sample) == reference.encode(sample, add_special_tokens=False).ids, sample
 
 
+def detached_copy(tok):
+    """A copy of ``tok`` whose attributes a test may change alone: ``copy.copy``
+    goes by pickling's ``__reduce__``, which hands back the one tokenizer this
+    process last rebuilt with that key, the same object each time."""
+    clone = object.__new__(type(tok))
+    clone.__dict__.update(tok.__dict__)
+    return clone
+
+
+class StepsOnlySearch:
+    """A ``Pipeline`` that only finds added tokens: running its steps on a text fails."""
+
+    def __init__(self, pipeline):
+        self._pipeline = pipeline
+
+    def __getattr__(self, name):
+        return getattr(self._pipeline, name)
+
+    def pieces(self, *args, **kwargs):
+        raise AssertionError("the steps ran in Python")
+
+
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(texts=st.lists(st.text(st.sampled_from("ab <s>\u2581日旦\n"), max_size=12), max_size=5))
 def test_texts_without_added_tokens_take_the_bytes_path_and_match_the_general_one(files, texts):
     """Where a text holds no added token and the steps allow, they run on its
     UTF-8 (``characters.bytewise``); the steps run as ``Pipeline`` runs them give
     the same ids (and Metaspace that splits always takes that way)."""
-    import copy
-
     tok, reference = files
-    general = copy.copy(tok)
+    general = detached_copy(tok)
     general._bytewise = None
     general._str_calls = None
     assert (tok._bytewise is None) == (tok._pipeline.pre_tokenizer.steps[:1] != [] and
@@ -125,18 +145,17 @@ def test_the_kernel_normalizes_a_str_where_the_steps_are_sentencepieces(files, t
     """Where the steps only write spaces as ``▁`` and put one in front (a
     Prepend and a Replace: Llama 2's and Mistral's files), the kernel makes
     its text from the str itself (``ShortCalls.metaspace_to_list``), as for a
-    ``.model`` file; a text holding an added token, or too long for that
-    call, takes the bytes' path. Each gives tokenizers' ids, as lists and
-    arrays."""
-    import copy
-
+    ``.model`` file, and so does the batch's call for texts holding no added
+    token, and for a text too long for the one-text call; a text holding an
+    added token takes the bytes' path. Each gives tokenizers' ids, as lists
+    and arrays."""
     tok, reference = files
     form = os.path.basename(tok.source)
     assert (tok._str_calls is not None) == (form == "prepend_replace.json")
     if tok._str_calls is None:
         return
     assert tok._str_prefix is True
-    bytes_only = copy.copy(tok)
+    bytes_only = detached_copy(tok)
     bytes_only._str_calls = None
     for text in texts:
         expected = reference.encode(text, add_special_tokens=False).ids
@@ -145,7 +164,16 @@ def test_the_kernel_normalizes_a_str_where_the_steps_are_sentencepieces(files, t
         assert bytes_only.encode(text) == expected
     long_text = "a b\u2581日 " * (tok._str_calls.longest // 6 + 1)
     assert tok._str_calls.metaspace_to_list(long_text, True) is None       # too long for the call
-    assert tok.encode(long_text) == reference.encode(long_text, add_special_tokens=False).ids
+    kernel_only = detached_copy(tok)            # the kernel makes these texts: never their bytes here
+    kernel_only._bytewise = None
+    kernel_only._pipeline = StepsOnlySearch(tok._pipeline)
+    plain = [text for text in texts if "<s>" not in text and "</s>" not in text] + [long_text]
+    expected = [reference.encode(text, add_special_tokens=False).ids for text in plain]
+    assert kernel_only.encode(long_text) == expected[-1]
+    assert kernel_only.encode_to_numpy(long_text).tolist() == expected[-1]
+    assert kernel_only.encode_batch(plain) == expected
+    assert tok.encode_batch(texts + [long_text]) == [reference.encode(text, add_special_tokens=False).ids
+                                                     for text in texts + [long_text]]
 
 
 @pytest.mark.parametrize("normalizer, pre_tokenizer, prefix", [

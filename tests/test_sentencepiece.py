@@ -294,6 +294,50 @@ def test_the_kernel_normalizes_only_what_it_may(trained):
         assert tok.encode(document) == sp.encode(document)
 
 
+def test_a_batch_and_a_long_document_are_normalized_by_the_kernel_too(trained, monkeypatch):
+    """Where the one-text calls make the text from the str, so does the batch's
+    call (``encode_batch``, and so ``encode_file``) and the call that takes a
+    document too long for them: Python never makes the normalized text."""
+    tok, sp = pair(trained["kept_spaces"])
+    long_text = "日本 旦▁a <sep> [X]x " * (tok._str_calls.longest // 10 + 1)
+    texts = [*ADVERSARIAL, long_text, WORLD]
+    assert tok._str_calls.metaspace_to_list(long_text, True) is None        # too long for the one-text call
+
+    def made_in_python(*args, **kwargs):
+        raise AssertionError("the normalized text was made in Python")
+
+    monkeypatch.setattr(tok, "_normalized_utf8", made_in_python)
+    expected = [sp.encode(text) for text in texts]
+    assert tok.encode_batch(texts) == expected
+    assert [ids.tolist() for ids in tok.encode_batch_to_numpy(texts)] == expected
+    assert tok.encode(long_text) == expected[-2]
+    assert tok.encode_to_numpy(long_text).tolist() == expected[-2]
+    assert tok.encode_batch(texts, add_bos=True, add_eos=True) == [[sp.bos_id()] + ids + [sp.eos_id()]
+                                                                   for ids in expected]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(texts=st.lists(st.one_of(st.text(max_size=40),
+                                st.lists(st.sampled_from([SPACE, " ", "a", "é", "ÿ", "日", "\ud800", "\udc00", "🤖",
+                                                          "\u2580", "\u2582", "<sep>", "[X]"]),
+                                         max_size=30).map("".join)),
+                      max_size=6),
+       kind=st.sampled_from(["kept_spaces", "no_prefix_kept_spaces"]))
+def test_a_batch_is_normalized_by_the_kernel_as_in_python(trained, texts, kind):
+    """The batch's call makes each text as Python makes it (a space in front
+    where the model puts one, the UTF-8, each ``▁`` as a space): the same
+    ids and offsets, for str of every width, lone surrogates, empty texts
+    and the user-defined symbols among them."""
+    tok, _ = pair(trained[kind])
+    normalized = [tok._normalized_utf8(text, kernel=True) for text in texts]
+    offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+    np.cumsum([len(data) for data in normalized], out=offsets[1:])
+    expected, bounds = tok._vocabulary.encode(np.frombuffer(b"".join(normalized), dtype=np.uint8), offsets,
+                                              tok._user_defined_names)
+    ids, got_bounds = tok._ids(texts)
+    assert ids.tolist() == expected.tolist() and got_bounds.tolist() == bounds.tolist()
+
+
 @pytest.mark.parametrize("kind", KINDS)
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(atoms=st.lists(st.sampled_from(ATOMS), max_size=40),
