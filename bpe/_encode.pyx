@@ -1474,7 +1474,9 @@ cdef class EncodeKernel:
         which the one-text calls do not take, made here without the GIL, not
         in Python (a tenth to a fifth of encoding such a batch).
         """
-        cdef int metaspace = NOT_METASPACE if metaspace_prefix is None else int(bool(metaspace_prefix))
+        if metaspace_prefix is not None and type(metaspace_prefix) is not bool:
+            raise TypeError(f"metaspace_prefix must be a bool or None, not {metaspace_prefix!r}")
+        cdef int metaspace = NOT_METASPACE if metaspace_prefix is None else int(metaspace_prefix)
         if metaspace != NOT_METASPACE and pattern != PATTERN_METASPACE:
             raise ValueError("metaspace_prefix goes with the metaspace pattern")
         return self._encode_held_strs(session, tuple(texts), pattern, tuple(needles), needle_ids, out, None,

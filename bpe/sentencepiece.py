@@ -657,8 +657,10 @@ class HuggingFaceSentencePiece(CharacterTokenizer):
 
     # The kernel's str calls take a text only where no added token is found in
     # it (``_str_calls``: set where the steps are SentencePiece's, ``str_prefix``);
-    # where they give way, its bytes are made here, and a text holding an added
-    # token goes to ``_ids``, without searching it again first.
+    # where the one-text call gives way (too long, busy, or while calls share
+    # their caches), the batch's call makes it from the str too
+    # (``CharacterVocabulary.encode_strs``); a text holding an added token goes
+    # to ``_ids``, without searching it again first.
 
     def _text_ids(self, text: str, narrow: bool = False) -> np.ndarray:
         if self._str_calls is None or not isinstance(text, str):

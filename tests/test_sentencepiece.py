@@ -316,6 +316,20 @@ def test_a_batch_and_a_long_document_are_normalized_by_the_kernel_too(trained, m
                                                                    for ids in expected]
 
 
+def test_the_kernel_normalizes_only_for_the_metaspace_pattern(trained):
+    from bpe._scanner import PATTERN_IDS
+    from bpe._session import SHORT_CACHE_SIZES, Session
+
+    tok, _ = pair(trained["kept_spaces"])
+    kernel, session, none = tok._vocabulary.encoder._kernel, Session(*SHORT_CACHE_SIZES), np.zeros(0, np.uint32)
+    ids, _ = kernel.encode_strs(session, ["a b"], PATTERN_IDS["metaspace"], (), none, metaspace_prefix=True)
+    assert ids.tolist() == tok._vocabulary.encode_text(b" a b").tolist()
+    with pytest.raises(ValueError, match="goes with the metaspace pattern"):
+        kernel.encode_strs(session, ["a"], PATTERN_IDS["gpt2"], (), none, metaspace_prefix=True)
+    with pytest.raises(TypeError, match="must be a bool or None, not 'no'"):
+        kernel.encode_strs(session, ["a"], PATTERN_IDS["metaspace"], (), none, metaspace_prefix="no")
+
+
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(texts=st.lists(st.one_of(st.text(max_size=40),
                                 st.lists(st.sampled_from([SPACE, " ", "a", "é", "ÿ", "日", "\ud800", "\udc00", "🤖",
