@@ -680,8 +680,11 @@ class HuggingFaceSentencePiece(CharacterTokenizer):
                                                        self._ints)
 
     def _ids(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        if self._str_calls is not None and all(isinstance(text, str) and self._pipeline.finds_none(text, self._added)
-                                               for text in texts):
+        # Which texts hold no added token, where the kernel or the steps on
+        # their bytes may take them: searched once.
+        plain = ([isinstance(text, str) and self._pipeline.finds_none(text, self._added) for text in texts]
+                 if self._str_calls is not None or self._bytewise is not None else [False] * len(texts))
+        if self._str_calls is not None and all(plain):
             # No added token in any: the kernel makes every text from its str
             # (``CharacterVocabulary.encode_strs``), as the one-text calls do.
             return self._vocabulary.encode_strs(texts, self._str_prefix)
@@ -690,8 +693,8 @@ class HuggingFaceSentencePiece(CharacterTokenizer):
         stretches: list[bytes] = []
         layout: list[list[int]] = []      # each text's parts: an added token's id, or -1 for its next stretch
         kernel_text = self._vocabulary.kernel_text
-        for text in texts:
-            if self._bytewise is not None and self._pipeline.finds_none(text, self._added):
+        for text, holds_none in zip(texts, plain):
+            if holds_none and self._bytewise is not None:
                 data = self._bytewise(text)
                 if data:
                     stretches.append(data)
